@@ -1,0 +1,28 @@
+"""jaxsim: reinforcement-learning experience at the speed of the hardware."""
+
+from jaxsim import rng, spaces
+from jaxsim.core import Env, TimeStep
+from jaxsim.envs import make, registered_ids
+from jaxsim.policies import RandomPolicy, random_policy
+from jaxsim.rollout import EpisodeStats, RolloutState, Trajectory, initial_state, rollout
+from jaxsim.spaces import Box, Discrete
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Box",
+    "Discrete",
+    "Env",
+    "EpisodeStats",
+    "RandomPolicy",
+    "RolloutState",
+    "TimeStep",
+    "Trajectory",
+    "initial_state",
+    "make",
+    "random_policy",
+    "registered_ids",
+    "rng",
+    "rollout",
+    "spaces",
+]

@@ -1,0 +1,123 @@
+"""Observation and action spaces: Discrete (int32) and Box (float32)."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsim import rng
+
+
+class Discrete:
+    """Integers {0, ..., n - 1}, as int32 scalars."""
+
+    dtype = jnp.int32
+    shape: tuple[int, ...] = ()
+
+    def __init__(self, n: int):
+        if int(n) != n or n < 1:
+            raise ValueError(f"Discrete: n must be a positive integer, got {n!r}")
+        self.n = int(n)
+
+    def sample(self, key: jax.Array) -> jax.Array:
+        return jax.random.randint(key, (), 0, self.n, dtype=jnp.int32)
+
+    def from_bits(self, b: jax.Array) -> jax.Array:
+        """Counter-based sample: uint32 bits[...] -> action[...] (used in-kernel)."""
+        return rng.to_randint(b, self.n)
+
+    def contains(self, x) -> jax.Array:
+        x = jnp.asarray(x)
+        if x.shape != () or not jnp.issubdtype(x.dtype, jnp.integer):
+            return jnp.bool_(False)
+        return (x >= 0) & (x < self.n)
+
+    def __repr__(self):
+        return f"Discrete({self.n})"
+
+    def __eq__(self, other):
+        return isinstance(other, Discrete) and other.n == self.n
+
+    def __hash__(self):
+        return hash((Discrete, self.n))
+
+
+class Box:
+    """float32 arrays of a fixed shape with elementwise bounds (possibly infinite)."""
+
+    dtype = jnp.float32
+
+    def __init__(self, low, high, shape: tuple[int, ...] | None = None):
+        if shape is None:
+            shape = np.shape(low) if np.ndim(low) else np.shape(high)
+        shape = tuple(int(s) for s in shape)
+        low = np.broadcast_to(np.asarray(low, np.float32), shape)
+        high = np.broadcast_to(np.asarray(high, np.float32), shape)
+        if np.any(low > high):
+            raise ValueError(f"Box: low must be <= high elementwise, got low={low}, high={high}")
+        self.shape = shape
+        # Stored as tuples so that spaces (and policies holding them) hash by value: a jitted
+        # rollout is cached on them.
+        self._low = tuple(low.ravel().tolist())
+        self._high = tuple(high.ravel().tolist())
+
+    @property
+    def low(self) -> np.ndarray:
+        return np.asarray(self._low, np.float32).reshape(self.shape)
+
+    @property
+    def high(self) -> np.ndarray:
+        return np.asarray(self._high, np.float32).reshape(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def sample(self, key: jax.Array) -> jax.Array:
+        """Uniform where both bounds are finite, else a (shifted) normal, as Gymnasium does."""
+        k1, k2 = jax.random.split(key)
+        return self._transform(
+            jax.random.uniform(k1, self.shape), jax.random.normal(k2, self.shape)
+        )
+
+    def from_bits(self, b_uniform: jax.Array, b_normal: jax.Array) -> jax.Array:
+        """Counter-based sample from uint32 bits[..., *shape] (two independent draws)."""
+        return self._transform(rng.to_uniform(b_uniform), rng.to_normal(b_uniform, b_normal))
+
+    def _transform(self, u, z):
+        low, high = self.low, self.high
+        lo_fin, hi_fin = np.isfinite(low), np.isfinite(high)
+        lo = np.where(lo_fin, low, 0.0).astype(np.float32)
+        hi = np.where(hi_fin, high, 0.0).astype(np.float32)
+        bounded = lo + u * (hi - lo)
+        from_low = lo + jnp.abs(z)
+        from_high = hi - jnp.abs(z)
+        out = jnp.where(
+            lo_fin & hi_fin, bounded, jnp.where(lo_fin, from_low, jnp.where(hi_fin, from_high, z))
+        )
+        return out.astype(jnp.float32)
+
+    def contains(self, x) -> jax.Array:
+        x = jnp.asarray(x)
+        if x.shape != self.shape or not jnp.issubdtype(x.dtype, jnp.floating):
+            return jnp.bool_(False)
+        return jnp.all((x >= self.low) & (x <= self.high))
+
+    def __repr__(self):
+        return f"Box(low={self.low.tolist()}, high={self.high.tolist()}, shape={self.shape})"
+
+    def __eq__(self, other):
+        return isinstance(other, Box) and (other.shape, other._low, other._high) == (
+            self.shape,
+            self._low,
+            self._high,
+        )
+
+    def __hash__(self):
+        return hash((Box, self.shape, self._low, self._high))
+
+
+Space = Discrete | Box
