@@ -1,4 +1,4 @@
-"""Built-in policies. A policy is `policy(key, obs[B, ...]) -> action[B, ...]` or `(action, extras)`."""
+"""Built-in policies: `policy(key, obs[B, ...]) -> action[B, ...]` or `(action, extras)`."""
 
 from __future__ import annotations
 

@@ -336,7 +336,7 @@ def _raise_on_nonfinite(traj: Trajectory) -> None:
 
     def bad(x):
         x = np.asarray(x)
-        return ~np.isfinite(x.reshape(x.shape[:2] + (-1,))).all(-1)
+        return ~np.isfinite(x.reshape((*x.shape[:2], -1))).all(-1)
 
     fields = {"obs": traj.obs, "next_obs": traj.next_obs, "reward": traj.reward}
     masks = {name: bad(x) for name, x in fields.items()}
