@@ -3,7 +3,7 @@
 from jaxsim import rng, spaces
 from jaxsim.core import Env, TimeStep
 from jaxsim.envs import make, registered_ids
-from jaxsim.policies import RandomPolicy, random_policy
+from jaxsim.policies import MLPPolicy, RandomPolicy, init_mlp_policy, random_policy
 from jaxsim.rollout import EpisodeStats, RolloutState, Trajectory, initial_state, rollout
 from jaxsim.spaces import Box, Discrete
 
@@ -14,10 +14,12 @@ __all__ = [
     "Discrete",
     "Env",
     "EpisodeStats",
+    "MLPPolicy",
     "RandomPolicy",
     "RolloutState",
     "TimeStep",
     "Trajectory",
+    "init_mlp_policy",
     "initial_state",
     "make",
     "random_policy",

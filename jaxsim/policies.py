@@ -6,6 +6,8 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from flax import struct
 
 from jaxsim import rng
 from jaxsim.core import Env
@@ -46,3 +48,115 @@ def random_policy(env: Env, params=None) -> RandomPolicy:
     if not isinstance(space, Discrete | Box):
         raise TypeError(f"random_policy: unsupported action space {space!r}")
     return RandomPolicy(space)
+
+
+def _mlp(layers, x):
+    """tanh hidden layers, linear output: layers is a sequence of (kernel[in, out], bias[out])."""
+    for i, (w, b) in enumerate(layers):
+        x = x @ w + b
+        if i < len(layers) - 1:
+            x = jnp.tanh(x)
+    return x
+
+
+_HALF_LOG_2PI = float(0.5 * np.log(2 * np.pi))
+
+
+@struct.dataclass
+class MLPPolicy:
+    """A small actor(-critic) MLP whose sampling uses counter-based randomness.
+
+    Categorical over logits for a Discrete space (sampled by inverting the CDF with one uniform);
+    a diagonal Gaussian with state-independent `log_std` for a Box space (actions are the raw
+    samples: the environments clip to their bounds, and log-probabilities stay exact). Extras
+    are `log_prob` and, with a critic, `value`. Weights are pytree leaves, so `jaxsim.rollout`
+    passes them as arguments and new weights reuse the compiled rollout.
+
+    `act_from_seed` is elementwise over the batch, the form a fused kernel evaluates on a block.
+    """
+
+    actor: tuple  # ((kernel[in, out], bias[out]), ...): logits[n] or mean[action_dim]
+    critic: tuple | None = None  # ((kernel, bias), ...) -> value[1]
+    log_std: jax.Array | None = None  # [action_dim], Box only
+    deterministic: bool = struct.field(pytree_node=False, default=False)
+
+    @property
+    def discrete(self) -> bool:
+        return self.log_std is None
+
+    def __call__(self, key: jax.Array, obs: jax.Array):
+        index = jnp.arange(obs.shape[0], dtype=jnp.uint32)
+        return self.act_from_seed(rng.seed_from_key(key), index, obs)
+
+    def act_from_seed(self, seed, index, obs):
+        """obs[B, obs_dim], index[B] -> (action[B, ...], extras of [B])."""
+        out = _mlp(self.actor, obs)
+        if self.discrete:
+            logp_all = jax.nn.log_softmax(out)
+            if self.deterministic:
+                action = jnp.argmax(out, axis=-1).astype(jnp.int32)
+            else:
+                u = rng.uniform(seed, index, 0, rng.POLICY_STREAM)
+                cdf = jnp.cumsum(jnp.exp(logp_all), axis=-1)[..., :-1]
+                action = jnp.sum(cdf <= u[..., None], axis=-1).astype(jnp.int32)
+            log_prob = jnp.take_along_axis(logp_all, action[..., None], axis=-1)[..., 0]
+        else:
+            if self.deterministic:
+                z = jnp.zeros_like(out)
+            else:
+                component = jnp.arange(out.shape[-1], dtype=jnp.uint32)
+                stream = rng.POLICY_STREAM + 2 * component
+                i = index[..., None]
+                z = rng.to_normal(rng.bits(seed, i, 0, stream), rng.bits(seed, i, 0, stream + 1))
+            action = out + jnp.exp(self.log_std) * z
+            log_prob = jnp.sum(-0.5 * z**2 - self.log_std - _HALF_LOG_2PI, axis=-1)
+        extras = {"log_prob": log_prob}
+        if self.critic is not None:
+            extras["value"] = _mlp(self.critic, obs)[..., 0]
+        return action, extras
+
+    def evaluate(self, obs, action):
+        """(log_prob[B], entropy[B], value[B] or None) of given actions: what losses need."""
+        out = _mlp(self.actor, obs)
+        if self.discrete:
+            logp_all = jax.nn.log_softmax(out)
+            log_prob = jnp.take_along_axis(logp_all, action[..., None].astype(jnp.int32), -1)
+            log_prob = log_prob[..., 0]
+            entropy = -jnp.sum(jnp.exp(logp_all) * logp_all, axis=-1)
+        else:
+            z = (action - out) * jnp.exp(-self.log_std)
+            log_prob = jnp.sum(-0.5 * z**2 - self.log_std - _HALF_LOG_2PI, axis=-1)
+            entropy = jnp.broadcast_to(jnp.sum(self.log_std + 0.5 + _HALF_LOG_2PI), log_prob.shape)
+        value = None if self.critic is None else _mlp(self.critic, obs)[..., 0]
+        return log_prob, entropy, value
+
+
+def init_mlp_policy(
+    key: jax.Array,
+    env: Env,
+    params=None,
+    hidden: tuple[int, ...] = (64, 64),
+    critic: bool = True,
+    log_std: float = 0.0,
+) -> MLPPolicy:
+    """An MLPPolicy for `env`, orthogonal init (gains: sqrt 2 hidden, 0.01 actor, 1 critic)."""
+    params = env.default_params if params is None else params
+    obs_dim = env.observation_space(params).shape[0]
+    space = env.action_space(params)
+    out_dim = space.n if isinstance(space, Discrete) else space.size
+
+    def layers(key, sizes, head_gain):
+        keys = jax.random.split(key, len(sizes) - 1)
+        out = []
+        for i, (k, n_in, n_out) in enumerate(zip(keys, sizes[:-1], sizes[1:], strict=True)):
+            gain = head_gain if i == len(sizes) - 2 else np.sqrt(2.0)
+            w = jax.nn.initializers.orthogonal(gain)(k, (n_in, n_out), jnp.float32)
+            out.append((w, jnp.zeros((n_out,), jnp.float32)))
+        return tuple(out)
+
+    k_actor, k_critic = jax.random.split(key)
+    return MLPPolicy(
+        actor=layers(k_actor, (obs_dim, *hidden, out_dim), 0.01),
+        critic=layers(k_critic, (obs_dim, *hidden, 1), 1.0) if critic else None,
+        log_std=None if isinstance(space, Discrete) else jnp.full((out_dim,), log_std, jnp.float32),
+    )
