@@ -1,0 +1,20 @@
+"""Shared test setup: GPU-marked tests skip cleanly where jax sees no GPU."""
+
+import jax
+import pytest
+
+
+def _has_gpu() -> bool:
+    try:
+        return bool(jax.devices("gpu"))
+    except RuntimeError:
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    if _has_gpu():
+        return
+    skip = pytest.mark.skip(reason="needs a GPU; jax sees none on this machine")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
