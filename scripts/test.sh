@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Set up, lint, and run the test suite (CPU; GPU-marked tests skip without a GPU).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+bash scripts/setup.sh test
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+exec .venv/bin/python -m pytest "$@"
