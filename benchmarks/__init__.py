@@ -1,0 +1,1 @@
+"""Benchmarks that measure jaxsim beside the simulators people use today; results go to results/."""

@@ -1,0 +1,401 @@
+"""Shared benchmark helpers: provenance, timing, crash-safe result files and terminal tables."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import importlib.metadata
+import json
+import math
+import os
+import platform
+import shlex
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
+
+# Environment variables that change what a benchmark measures; recorded when set.
+_PERF_ENV_VARS = (
+    "XLA_FLAGS",
+    "JAX_PLATFORMS",
+    "JAX_PLATFORM_NAME",
+    "JAX_ENABLE_X64",
+    "JAX_DEFAULT_PRNG_IMPL",
+    "JAX_COMPILATION_CACHE_DIR",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "CUDA_VISIBLE_DEVICES",
+)
+
+
+# -------------------------------------------------------------------------------------- provenance
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _cpu_model() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or platform.machine()
+    for key in ("model name", "Hardware", "Processor", "cpu model"):
+        for line in text.splitlines():
+            name, _, value = line.partition(":")
+            if name.strip() == key and value.strip():
+                return value.strip()
+    return platform.processor() or platform.machine()
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout
+
+
+def git_commit() -> str:
+    """HEAD's hash, plus "-dirty" if any file is modified or untracked; "unknown" without git."""
+    head = _git("rev-parse", "HEAD")
+    if not head:
+        return "unknown"
+    status = _git("status", "--porcelain")
+    return head.strip() + ("-dirty" if status is None or status.strip() else "")
+
+
+def command_line() -> str:
+    """The command that started this process, as a shell would take it back."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name and spec.name != "__main__":
+        # `python -m pkg.mod`: sys.argv[0] is the file's path, not what was typed.
+        module = spec.name.removesuffix(".__main__")
+        return shlex.join(["python", "-m", module, *sys.argv[1:]])
+    return shlex.join(["python", *sys.argv])
+
+
+def provenance(packages: Iterable[str] = ()) -> dict[str, Any]:
+    """Where, when and with what a result was produced.
+
+    Args:
+      packages: distribution names of the baselines measured (e.g. "gymnasium", "gymnax"); each
+        gets its installed version, or None if it is not installed.
+
+    Returns:
+      A JSON-serialisable dict: time, machine, software versions, device, commit and command.
+    """
+    devices = jax.devices()
+    try:
+        available_cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        available_cores = os.cpu_count()
+    try:
+        loadavg = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        loadavg = None
+    return {
+        "utc_time": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "hostname": socket.gethostname(),
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "cpu_count_available": available_cores,
+        "loadavg_1_5_15min": loadavg,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "versions": {
+            name: _version(name) for name in ("jax", "jaxlib", "flax", "numpy", *packages)
+        },
+        "jax_backend": jax.default_backend(),
+        "device_kind": devices[0].device_kind,
+        "num_devices": len(devices),
+        "git_commit": git_commit(),
+        "command": command_line(),
+        "env_vars": {k: os.environ[k] for k in _PERF_ENV_VARS if k in os.environ},
+    }
+
+
+def machine_tag() -> str:
+    """A file-name-safe tag naming the device and host, e.g. "cpu2_myhost" or "gpu-h200_myhost".
+
+    Results from different machines (a GPU run versus a 2-core CPU run) never share a name.
+    """
+    device = jax.devices()[0]
+    if device.platform == "cpu":
+        kind = f"cpu{os.cpu_count()}"
+    else:
+        kind = f"{device.platform}-{device.device_kind}"
+    return _slug(kind) + "_" + _slug(socket.gethostname())
+
+
+def _slug(text: str) -> str:
+    chars = [c.lower() if c.isalnum() else "-" for c in text]
+    return "-".join(part for part in "".join(chars).split("-") if part) or "unknown"
+
+
+# ------------------------------------------------------------------------------------------ timing
+class CompileWatcher:
+    """Counts XLA compilations and the wall time spent tracing, lowering and compiling.
+
+    Listens to `jax.monitoring` time spans; nested spans (a jit traced inside another's trace)
+    are merged, so `seconds` never counts the same instant twice. It stays None on a jax that
+    reports no such spans.
+    """
+
+    EVENTS = (
+        "/jax/core/compile/jaxpr_trace_duration",
+        "/jax/core/compile/jaxpr_to_mlir_module_duration",
+        "/jax/core/compile/backend_compile_duration",
+    )
+
+    def __init__(self):
+        self.compiles = 0
+        self._spans: list[tuple[float, float]] = []
+        self._active = False
+
+    def _listener(self, event: str, start_time: float, end_time: float, **kwargs) -> None:
+        if not self._active or event not in self.EVENTS:
+            return
+        self._spans.append((start_time, end_time))
+        if event == self.EVENTS[-1]:
+            self.compiles += 1
+
+    @property
+    def seconds(self) -> float | None:
+        if not self._spans:
+            return None
+        total, covered_to = 0.0, -math.inf
+        for start, end in sorted(self._spans):
+            start = max(start, covered_to)
+            if end > start:
+                total += end - start
+                covered_to = end
+        return total
+
+    def __enter__(self) -> CompileWatcher:
+        self._active = True
+        jax.monitoring.register_event_time_span_listener(self._listener)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._active = False  # inert even where jax cannot unregister a listener
+        unregister = getattr(jax.monitoring, "unregister_event_time_span_listener", None)
+        if unregister is not None:
+            unregister(self._listener)
+
+
+@dataclasses.dataclass
+class Timing:
+    """What `time_fn` measured. Times are seconds per call of the timed function."""
+
+    first_call_s: float  # the first call: trace + compile + one run
+    first_call_cpu_s: float  # this process's CPU seconds in the first call (less load-sensitive)
+    compile_s: float | None  # trace + lower + XLA compile inside the first call (jax.monitoring)
+    compiles_during_timing: int  # XLA compilations after the first call: should be 0
+    samples_s: list[float]  # one per repeat
+    calls_per_repeat: list[int]
+    cpu_over_wall: list[float]  # this process's CPU time / wall time, per repeat: load indicator
+    last: Any = dataclasses.field(default=None, repr=False)  # the last call's output
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.samples_s)
+
+    @property
+    def min_s(self) -> float:
+        return min(self.samples_s)
+
+    @property
+    def max_s(self) -> float:
+        return max(self.samples_s)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d.pop("last")
+        d.update(median_s=self.median_s, min_s=self.min_s, max_s=self.max_s)
+        return d
+
+
+def time_fn(
+    fn: Callable[[], Any],
+    *,
+    repeats: int = 3,
+    min_time: float = 0.0,
+    warmup: int = 1,
+    check: Callable[[Any], None] | None = None,
+) -> Timing:
+    """Times `fn()`, blocking on its (JAX) outputs after every call.
+
+    The first call is timed on its own (compile + first run); `warmup` more calls are discarded;
+    then each of `repeats` samples calls `fn` until at least `min_time` seconds have passed (at
+    least once) and records the seconds per call. For a new key (or other argument) each call,
+    let `fn` close over a counter. `check`, if given, sees the first call's output before any
+    timing and the last call's output after it; it raises to reject them.
+
+    Args:
+      fn: a function of no arguments; its outputs may be any pytree (non-JAX leaves are fine).
+      repeats: number of samples (>= 1).
+      min_time: minimum seconds per sample; 0 means one call per sample.
+      warmup: untimed calls after the first one.
+      check: a function of `fn`'s output that raises if the output is wrong.
+
+    Returns:
+      A `Timing`; `Timing.last` holds the last call's output for checking.
+    """
+    if repeats < 1:
+        raise ValueError(f"time_fn: repeats must be >= 1, got {repeats}")
+    with CompileWatcher() as first:
+        c0, t0 = time.process_time(), time.perf_counter()
+        out = jax.block_until_ready(fn())
+        first_call_s = time.perf_counter() - t0
+        first_call_cpu_s = time.process_time() - c0
+    if check is not None:
+        check(out)
+    samples, calls, cpu_ratio = [], [], []
+    with CompileWatcher() as later:
+        for _ in range(warmup):
+            out = jax.block_until_ready(fn())
+        for _ in range(repeats):
+            count = 0
+            c0, t0 = time.process_time(), time.perf_counter()
+            while True:
+                out = jax.block_until_ready(fn())
+                count += 1
+                elapsed = time.perf_counter() - t0
+                if elapsed >= min_time:
+                    break
+            cpu = time.process_time() - c0
+            samples.append(elapsed / count)
+            calls.append(count)
+            cpu_ratio.append(round(cpu / elapsed, 3) if elapsed > 0 else math.nan)
+    if check is not None:
+        check(out)
+    return Timing(
+        first_call_s=first_call_s,
+        first_call_cpu_s=first_call_cpu_s,
+        compile_s=first.seconds,
+        compiles_during_timing=later.compiles,
+        samples_s=samples,
+        calls_per_repeat=calls,
+        cpu_over_wall=cpu_ratio,
+        last=out,
+    )
+
+
+# ------------------------------------------------------------------------------------ result files
+def write_json_atomic(path: str | os.PathLike, obj: Any, *, indent: int = 2) -> Path:
+    """Writes `obj` as JSON so that `path` holds either its old content or the whole new one.
+
+    Serialises into a temporary file in the same directory, fsyncs it, then `os.replace`s it onto
+    `path`; if serialisation fails, the temporary file is removed and `path` is untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; results are for everyone to read
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=indent, allow_nan=False)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+    return path
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def append_jsonl(path: str | os.PathLike, record: Any) -> None:
+    """Appends `record` as one JSON line, flushed and fsynced, so finished records survive a crash.
+
+    The line is serialised before the file is opened: a record that fails to serialise writes
+    nothing.
+    """
+    line = json.dumps(record, allow_nan=False) + "\n"
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        f.write(line)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_jsonl(path: str | os.PathLike) -> list[Any]:
+    """The complete records of a JSONL file; a torn last line (from a crash) is dropped."""
+    records = []
+    for line in Path(path).read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+    return records
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------------------- printing
+def format_rate(x: float | None, unit: str = "") -> str:
+    """3 significant figures with a k/M/G suffix: 20200000 -> "20.2M"."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "–"
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:.3g}{suffix}{unit}"
+    return f"{x:.3g}{unit}"
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A Markdown table, padded so it also reads well in a terminal; first column left-aligned."""
+    cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+
+    def line(row):
+        padded = [
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        return "| " + " | ".join(padded) + " |"
+
+    rule = (
+        "|" + "|".join("-" * (w + 1) + ("-" if i == 0 else ":") for i, w in enumerate(widths)) + "|"
+    )
+    return "\n".join([line(cells[0]), rule, *(line(r) for r in cells[1:])])

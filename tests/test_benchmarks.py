@@ -1,0 +1,139 @@
+"""The benchmark scripts run end to end, skip missing baselines, and never leave torn files."""
+
+import json
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+# benchmarks/ is a top-level folder of the repository, not part of the installed package.
+_REPO = str(Path(__file__).resolve().parents[1])
+if _REPO not in sys.path:
+    sys.path.insert(0, _REPO)
+
+from benchmarks import _common  # noqa: E402
+from benchmarks import rollout_throughput as rt  # noqa: E402
+
+TINY = ["--repeats", "1", "--min-time", "0", "--steps-per-call", "256"]
+PROVENANCE_FIELDS = {
+    "utc_time",
+    "hostname",
+    "cpu_model",
+    "cpu_count",
+    "platform",
+    "python",
+    "versions",
+    "jax_backend",
+    "device_kind",
+    "num_devices",
+    "git_commit",
+    "command",
+}
+
+
+def test_quick_path_end_to_end(tmp_path):
+    out = tmp_path / "rt.json"
+    assert rt.main(["--quick", "--num-envs", "1,4", *TINY, "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert PROVENANCE_FIELDS <= set(record["provenance"])
+    assert {"jax", "jaxlib", "flax", "numpy", "gymnasium", "gymnax"} <= set(
+        record["provenance"]["versions"]
+    )
+    assert record["config"]["quick"] and record["config"]["num_envs"] == [1, 4]
+    assert all(c["pass"] for c in record["checks"].values())
+    results = {(r["impl"], r["num_envs"]): r for r in record["results"]}
+    assert set(results) == {(impl, n) for impl in rt.IMPLS for n in (1, 4)}
+    for r in results.values():
+        if r["status"] == "skipped":  # a baseline not installed here
+            assert r["impl"] in ("gymnasium_sync", "gymnasium_numpy", "gymnax"), r
+            continue
+        assert r["status"] == "ok", r
+        assert r["steps_per_s"]["min"] <= r["steps_per_s"]["median"] <= r["steps_per_s"]["max"]
+        assert all(c["pass"] for c in r["checks"].values())
+    assert results["jaxsim", 4]["steps_per_call"] == 64 * 4  # n = max(32, 256 // 4)
+    assert results["jaxsim", 1]["compile_s"] > 0
+    # 4096 envs were not run: the targets say so instead of inventing a verdict.
+    assert {t["status"] for t in record["targets"]} == {"not measured"}
+    assert not out.with_name(out.stem + ".partial.jsonl").exists()
+
+
+def test_missing_baselines_are_reported_as_skipped(tmp_path, monkeypatch):
+    # None in sys.modules makes `import gymnax` raise ImportError, as if not installed.
+    monkeypatch.setitem(sys.modules, "gymnax", None)
+    monkeypatch.setitem(sys.modules, "gymnasium", None)
+    out = tmp_path / "rt.json"
+    impls = "gymnax,gymnasium_sync,gymnasium_numpy,physics_only"
+    assert rt.main(["--num-envs", "4096", "--impls", impls, *TINY, "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    results = {r["impl"]: r for r in record["results"]}
+    for impl, module in [("gymnax", "gymnax"), ("gymnasium_numpy", "gymnasium")]:
+        assert results[impl]["status"] == "skipped"
+        assert module in results[impl]["reason"]
+    assert results["physics_only"]["status"] == "ok"
+    assert record["provenance"]["versions"]["gymnax"] is not None  # installed, just blocked
+    targets = {t["name"]: t for t in record["targets"]}
+    assert targets["jaxsim / gymnax"]["status"] == "not measured"
+
+
+def test_sync_vector_env_is_skipped_at_65536():
+    pytest.importorskip("gymnasium")
+    cfg, _ = rt.parse_args(["--num-envs", "65536"])
+    r = rt.measure("gymnasium_sync", 65536, cfg)
+    assert r["status"] == "skipped" and "slow" in r["reason"]
+
+
+def test_write_json_atomic_leaves_no_partial_file(tmp_path):
+    path = tmp_path / "out.json"
+    _common.write_json_atomic(path, {"a": 1})
+    assert path.stat().st_mode & 0o044  # readable beyond its owner, unlike mkstemp's 0600
+    with pytest.raises(TypeError):
+        _common.write_json_atomic(path, {"a": 2, "bad": object()})
+    assert json.loads(path.read_text()) == {"a": 1}
+    with pytest.raises(ValueError):  # NaN is not JSON
+        _common.write_json_atomic(tmp_path / "new.json", {"x": float("nan")})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+
+
+def test_append_jsonl_keeps_finished_records(tmp_path):
+    path = tmp_path / "log.jsonl"
+    _common.append_jsonl(path, {"i": 0})
+    _common.append_jsonl(path, {"i": 1})
+    with pytest.raises(TypeError):
+        _common.append_jsonl(path, {"i": object()})
+    with open(path, "a") as f:  # a crash in the middle of a write
+        f.write('{"i": 2, "tor')
+    assert _common.read_jsonl(path) == [{"i": 0}, {"i": 1}]
+
+
+def test_time_fn_separates_compile_and_sees_retraces():
+    f = jax.jit(lambda x: jnp.sin(x).sum())
+    t = _common.time_fn(lambda: f(jnp.ones(7)), repeats=3, min_time=0.01)
+    assert len(t.samples_s) == 3 and all(c >= 1 for c in t.calls_per_repeat)
+    assert t.min_s <= t.median_s <= t.max_s
+    assert t.compile_s is not None and 0 < t.compile_s <= t.first_call_s
+    assert t.compiles_during_timing == 0 and float(t.last) == pytest.approx(7 * 0.841471)
+
+    calls = []
+
+    def reject(out):
+        raise AssertionError("wrong output")
+
+    with pytest.raises(AssertionError, match="wrong output"):  # checked before any timing
+        _common.time_fn(lambda: calls.append(1), repeats=3, check=reject)
+    assert len(calls) == 1
+
+    new_shapes = iter([jnp.ones(k) for k in range(1, 5)])
+    t = _common.time_fn(lambda: f(next(new_shapes)), repeats=2)
+    assert t.compiles_during_timing == 3  # warm-up + 2 repeats, each a new shape
+
+
+def test_provenance_and_formatting():
+    p = _common.provenance(packages=("gymnasium", "surely-not-installed-pkg"))
+    assert PROVENANCE_FIELDS <= set(p)
+    assert p["versions"]["surely-not-installed-pkg"] is None
+    assert p["git_commit"] == "unknown" or len(p["git_commit"].removesuffix("-dirty")) == 40
+    assert _common.format_rate(20.2e6) == "20.2M" and _common.format_rate(51e3) == "51k"
+    table = _common.format_table(["impl", "N=1"], [["jaxsim", "1.2M"]])
+    assert table.splitlines()[1] == "|--------|-----:|"
