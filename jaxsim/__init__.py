@@ -3,7 +3,14 @@
 from jaxsim import rng, spaces
 from jaxsim.core import Env, TimeStep
 from jaxsim.envs import make, registered_ids
-from jaxsim.policies import MLPPolicy, RandomPolicy, init_mlp_policy, random_policy
+from jaxsim.fused import FusedConfig
+from jaxsim.policies import (
+    MLPPolicy,
+    OpenLoopPolicy,
+    RandomPolicy,
+    init_mlp_policy,
+    random_policy,
+)
 from jaxsim.rollout import EpisodeStats, RolloutState, Trajectory, initial_state, rollout
 from jaxsim.spaces import Box, Discrete
 
@@ -14,7 +21,9 @@ __all__ = [
     "Discrete",
     "Env",
     "EpisodeStats",
+    "FusedConfig",
     "MLPPolicy",
+    "OpenLoopPolicy",
     "RandomPolicy",
     "RolloutState",
     "TimeStep",

@@ -28,6 +28,11 @@ class RandomPolicy:
     def __call__(self, key: jax.Array, obs: jax.Array) -> jax.Array:
         return self.from_seed(rng.seed_from_key(key), jnp.arange(obs.shape[0], dtype=jnp.uint32))
 
+    def act_from_seed(self, seed, index, obs) -> jax.Array:
+        """What `__call__` does given the key's seed: the form rollouts and kernels use."""
+        del obs
+        return self.from_seed(seed, index)
+
     def from_seed(self, seed, index) -> jax.Array:
         """Actions for environments `index[...]` -> action[..., *shape]."""
         space = self.action_space
@@ -50,16 +55,71 @@ def random_policy(env: Env, params=None) -> RandomPolicy:
     return RandomPolicy(space)
 
 
+@struct.dataclass
+class OpenLoopPolicy:
+    """Plays pre-recorded actions, ignoring observations: `actions[t, i]` at step t in env i.
+
+    `jaxsim.rollout(env, OpenLoopPolicy(actions), n, num_envs=actions.shape[1])` plays
+    `actions[t]` at step t, for t < n, on the scan and fused backends alike: both hand it the
+    step (the scan takes `actions[t]` as its step input, the fused kernel reads row t). A bare
+    `policy(key, obs)` call carries no step, so it raises; index `policy.actions[t]` instead.
+    """
+
+    actions: jax.Array  # [>= n, num_envs, *action_shape], the action space's dtype
+
+    def check(self, space: Space, n: int, num_envs: int) -> None:
+        """Raises ValueError unless the actions fit a rollout of `n` steps of `num_envs`."""
+        expected = (num_envs, *space.shape)
+        a = self.actions
+        if a.ndim < 2 or tuple(a.shape[1:]) != expected or a.shape[0] < n or a.dtype != space.dtype:
+            raise ValueError(
+                f"OpenLoopPolicy: actions of shape {tuple(a.shape)} and dtype {a.dtype} do not fit "
+                f"a rollout of n={n} steps of num_envs={num_envs} with action space {space}: "
+                f"they need shape (>= {n}, {', '.join(map(str, expected))}) and dtype "
+                f"{jnp.dtype(space.dtype).name}"
+            )
+
+    def __call__(self, key: jax.Array, obs: jax.Array) -> jax.Array:
+        raise TypeError(
+            "OpenLoopPolicy has no action for a (key, obs) call, which carries no step: "
+            "jaxsim.rollout plays actions[t] at step t; outside a rollout, use policy.actions[t]"
+        )
+
+
 def _mlp(layers, x):
     """tanh hidden layers, linear output: layers is a sequence of (kernel[in, out], bias[out])."""
     for i, (w, b) in enumerate(layers):
-        x = x @ w + b
+        # Full float32 products: GPUs default to TF32 for float32 matmuls, which XLA (scan
+        # backend) and Triton (fused backend) round differently (~1e-3 apart).
+        x = jnp.matmul(x, w, precision=jax.lax.Precision.HIGHEST) + b
         if i < len(layers) - 1:
             x = jnp.tanh(x)
     return x
 
 
 _HALF_LOG_2PI = float(0.5 * np.log(2 * np.pi))
+
+
+def _select(x, index):
+    """x[..., index[...]] over the last axis, as a one-hot select and sum (no gather)."""
+    hit = jnp.arange(x.shape[-1], dtype=jnp.int32) == index[..., None]
+    return jnp.sum(jnp.where(hit, x, 0.0), axis=-1)
+
+
+def _sample_categorical(logits, logp_all, u):
+    """Inverse-CDF sampling: logits[..., n], log-softmax[..., n], u[...] in [0, 1) -> int32[...].
+
+    The action is the number of cumulative probabilities <= u, clamped to the last action whose
+    logit is not -inf: the CDF is non-decreasing, so this equals counting over its first n - 1
+    entries, with neither a slice nor a gather (which a Triton kernel cannot lower), and an
+    action of logit -inf (probability 0, as the fused backend's padded actions have) is never
+    drawn, even where rounding leaves the CDF's total below u.
+    """
+    cdf = jnp.cumsum(jnp.exp(logp_all), axis=-1)
+    count = jnp.sum(cdf <= u[..., None], axis=-1).astype(jnp.int32)
+    action_index = jnp.arange(logits.shape[-1], dtype=jnp.int32)
+    last = jnp.max(jnp.where(logits > -jnp.inf, action_index, 0), axis=-1)
+    return jnp.minimum(count, last)
 
 
 @struct.dataclass
@@ -72,7 +132,9 @@ class MLPPolicy:
     are `log_prob` and, with a critic, `value`. Weights are pytree leaves, so `jaxsim.rollout`
     passes them as arguments and new weights reuse the compiled rollout.
 
-    `act_from_seed` is elementwise over the batch, the form a fused kernel evaluates on a block.
+    `act_from_seed` is elementwise over the batch, the form a fused kernel evaluates on a block;
+    it uses no gather or slice, so the kernel's Triton lowering takes it (the fused backend pads
+    its arrays to power-of-two sizes). A Discrete action whose logit is -inf is never sampled.
     """
 
     actor: tuple  # ((kernel[in, out], bias[out]), ...): logits[n] or mean[action_dim]
@@ -97,9 +159,8 @@ class MLPPolicy:
                 action = jnp.argmax(out, axis=-1).astype(jnp.int32)
             else:
                 u = rng.uniform(seed, index, 0, rng.POLICY_STREAM)
-                cdf = jnp.cumsum(jnp.exp(logp_all), axis=-1)[..., :-1]
-                action = jnp.sum(cdf <= u[..., None], axis=-1).astype(jnp.int32)
-            log_prob = jnp.take_along_axis(logp_all, action[..., None], axis=-1)[..., 0]
+                action = _sample_categorical(out, logp_all, u)
+            log_prob = _select(logp_all, action)
         else:
             if self.deterministic:
                 z = jnp.zeros_like(out)
@@ -120,8 +181,7 @@ class MLPPolicy:
         out = _mlp(self.actor, obs)
         if self.discrete:
             logp_all = jax.nn.log_softmax(out)
-            log_prob = jnp.take_along_axis(logp_all, action[..., None].astype(jnp.int32), -1)
-            log_prob = log_prob[..., 0]
+            log_prob = _select(logp_all, action.astype(jnp.int32))
             entropy = -jnp.sum(jnp.exp(logp_all) * logp_all, axis=-1)
         else:
             z = (action - out) * jnp.exp(-self.log_std)

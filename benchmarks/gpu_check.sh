@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The fused backend on a GPU: the `gpu`-marked tests, then a sized-down fusion benchmark.
+#
+# Usage: benchmarks/gpu_check.sh OUT_DIR
+#
+# Needs only what the GPU machine has (python3 with jax, flax, optax, numpy; no gymnasium, and
+# jaxsim need not be installed: the repository root goes on PYTHONPATH). Runs in under 8 minutes:
+# each phase has a hard timeout. Writes into OUT_DIR:
+#   environment.json  python, jax and device
+#   gpu_tests.json    per-test outcome of `pytest -m gpu tests/test_fused.py` (from JUnit XML);
+#                     without pytest, {"status": "skipped"} and checks.json stands in for it
+#   checks.json       fused vs scan at a small ragged size: every environment x random, MLP and
+#                     open-loop policies (`benchmarks.fusion --check-only`), run when pytest is absent
+#   fusion.json       `benchmarks.fusion --quick`: CartPole, N in {2^14, 2^20}, K in {1, 16, 256}
+#   *.log             the console output of each phase
+# Exit status: 0 if every phase passed, 1 otherwise (the JSON files say which).
+set -uo pipefail
+
+out="${1:?usage: benchmarks/gpu_check.sh OUT_DIR}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+cd "$(dirname "$0")/.."
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+py="${PYTHON:-python3}"
+status=0
+
+"$py" - "$out/environment.json" <<'EOF' || status=1
+import json, platform, sys
+import jax
+devices = jax.devices()
+info = {
+    "python": platform.python_version(),
+    "jax": jax.__version__,
+    "backend": jax.default_backend(),
+    "devices": [d.device_kind for d in devices],
+}
+json.dump(info, open(sys.argv[1], "w"), indent=2)
+print(info)
+EOF
+
+# 1. The gpu-marked tests (Triton-compiled kernel against the scan backend). Deprecation
+# warnings are not errors here: jax 0.11 deprecates the Triton lowering this kernel asks for.
+if "$py" -c "import pytest" 2>/dev/null; then
+    timeout 200 "$py" -m pytest tests/test_fused.py -m gpu -q -p no:cacheprovider \
+        -W "ignore::DeprecationWarning" --junitxml="$out/gpu_tests.xml" 2>&1 \
+        | tee "$out/gpu_tests.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    "$py" - "$out/gpu_tests.xml" "$out/gpu_tests.json" <<'EOF' || status=1
+import json, sys
+import xml.etree.ElementTree as ET
+cases = []
+for case in ET.parse(sys.argv[1]).getroot().iter("testcase"):
+    outcome, message = "passed", None
+    for child in case:
+        if child.tag in ("failure", "error", "skipped"):
+            outcome = {"failure": "failed"}.get(child.tag, child.tag)
+            message = (child.get("message") or "")[:2000]
+            if child.tag == "skipped" and "xfail" in (child.get("type") or "") + (message or ""):
+                outcome = "xfailed"
+    cases.append({"test": f"{case.get('classname')}::{case.get('name')}", "outcome": outcome,
+                  "seconds": float(case.get("time", 0)), "message": message})
+counts = {}
+for c in cases:
+    counts[c["outcome"]] = counts.get(c["outcome"], 0) + 1
+json.dump({"status": "ran", "counts": counts, "tests": cases}, open(sys.argv[2], "w"), indent=2)
+print(counts)
+EOF
+else
+    echo '{"status": "skipped", "reason": "pytest is not installed; see checks.json"}' \
+        > "$out/gpu_tests.json"
+    # 1'. Without pytest, the same equivalence through the benchmark's own check.
+    timeout 150 "$py" -m benchmarks.fusion --check-only --out "$out/checks.json" 2>&1 \
+        | tee "$out/checks.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+
+# 2. The sized-down benchmark: it starts no new point after --budget-s seconds.
+timeout 240 "$py" -m benchmarks.fusion --quick --budget-s 150 --out "$out/fusion.json" 2>&1 \
+    | tee "$out/fusion.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+exit "$status"

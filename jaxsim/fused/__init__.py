@@ -1,0 +1,25 @@
+"""The fused backend: a Pallas kernel that runs many environment steps, and the policy, per launch.
+
+`jaxsim.rollout(env, policy, n, backend="fused", fused_config=FusedConfig(...))` runs it. It
+takes any environment whose physics is the elementwise `init_state` / `dynamics` / `obs_fields`
+of `jaxsim.Env` (all five classic-control ones) and these policies: `RandomPolicy`,
+`MLPPolicy` (weights are kernel inputs; log-probabilities and values are recorded as extras),
+`OpenLoopPolicy` (actions given as an array), or any pytree policy with an elementwise
+`act_from_seed(seed, index, obs)`. For the same key it gives the scan backend's trajectories.
+"""
+
+from jaxsim.fused.kernel import (
+    FusedConfig,
+    auto_backend,
+    fused_rollout,
+    unsupported_reason,
+)
+from jaxsim.policies import OpenLoopPolicy  # re-exported: it was first defined here
+
+__all__ = [
+    "FusedConfig",
+    "OpenLoopPolicy",
+    "auto_backend",
+    "fused_rollout",
+    "unsupported_reason",
+]

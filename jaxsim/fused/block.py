@@ -1,0 +1,369 @@
+"""One rollout step on a block of environments: the code the fused kernel and its reference share.
+
+Everything here is elementwise over a block of `B` environments held as struct-of-arrays (one
+[B] array per state field), so it runs unchanged on a block inside the Pallas kernel and on the
+whole batch in the plain-jnp reference. Physics comes from the environment's own methods and
+actions from the policy's own `from_seed` / `act_from_seed`; nothing is re-implemented here.
+What is here is layout: columns, records, and an MLP's weights padded to power-of-two sizes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxsim import rng
+from jaxsim.core import Env
+from jaxsim.policies import MLPPolicy, OpenLoopPolicy, RandomPolicy
+from jaxsim.spaces import Box, Discrete
+
+
+@struct.dataclass
+class EpisodeSums:
+    """Per-environment sums over the episodes that ended: what `EpisodeStats` is made from."""
+
+    count: jax.Array  # int32
+    return_sum: jax.Array  # float32
+    return_sq_sum: jax.Array  # float32
+    length_sum: jax.Array  # int32
+
+    @classmethod
+    def zeros(cls, num_envs: int) -> EpisodeSums:
+        i, f = jnp.zeros((num_envs,), jnp.int32), jnp.zeros((num_envs,), jnp.float32)
+        return cls(i, f, f, i)
+
+    def add(self, done, episode_return, episode_length) -> EpisodeSums:
+        r = jnp.where(done, episode_return, 0.0)
+        return EpisodeSums(
+            count=self.count + done.astype(jnp.int32),
+            return_sum=self.return_sum + r,
+            return_sq_sum=self.return_sq_sum + r * r,
+            length_sum=self.length_sum + jnp.where(done, episode_length, 0),
+        )
+
+
+@struct.dataclass
+class Carry:
+    """What a block keeps on chip between steps. Leaves are [B]; `sums` is None unless asked."""
+
+    env_state: Any
+    episode_return: jax.Array
+    episode_length: jax.Array
+    sums: EpisodeSums | None
+
+
+# ------------------------------------------------------------------------------ what can run fused
+def env_unsupported_reason(env: Env) -> str | None:
+    """Why `env` cannot run in the fused kernel, or None if it can."""
+    params = env.default_params  # shapes and dtypes never depend on params values
+    name = type(env).__name__
+    if env.stochastic:
+        return f"{name}'s dynamics draw random numbers from a key, which the kernel cannot pass"
+    for method in ("step", "observe", "reset_from_uniforms"):
+        if getattr(type(env), method) is not getattr(Env, method):
+            return (
+                f"{name} overrides Env.{method}; the kernel evaluates init_state, dynamics and "
+                "obs_fields on blocks and would not see the override"
+            )
+    space = env.action_space(params)
+    if not isinstance(space, Discrete | Box):
+        return f"its action space {space!r} is neither Discrete nor Box"
+    u = tuple(jax.ShapeDtypeStruct((), jnp.float32) for _ in range(env.num_reset_uniforms))
+    state = jax.eval_shape(env.init_state, u, params)
+    shapes = {tuple(leaf.shape) for leaf in jax.tree.leaves(state)}
+    if shapes != {()}:
+        return (
+            f"{name}'s state has fields of shapes {sorted(shapes)}; the kernel needs one value "
+            "per field and environment"
+        )
+    return None
+
+
+def policy_unsupported_reason(policy) -> str | None:
+    """Why `policy` cannot run in the fused kernel, or None if it can."""
+    if isinstance(policy, RandomPolicy | OpenLoopPolicy):
+        return None
+    if not callable(getattr(policy, "act_from_seed", None)):
+        return (
+            f"a {type(policy).__name__} is opaque to the kernel; it runs RandomPolicy, MLPPolicy, "
+            "OpenLoopPolicy, or a pytree policy with an elementwise act_from_seed(seed, index, obs)"
+        )
+    leaves = jax.tree.leaves(policy)
+    if not all(isinstance(leaf, jax.Array) for leaf in leaves):
+        kinds = sorted({type(leaf).__name__ for leaf in leaves})
+        return f"the kernel takes a policy's leaves as array inputs, but they include {kinds}"
+    return None
+
+
+# ----------------------------------------------------------------------------- policies on a block
+@dataclasses.dataclass(frozen=True)
+class BlockPolicy:
+    """How the kernel evaluates one policy on a block.
+
+    `inputs` are the arrays the kernel takes: a policy's leaves (weights), or open-loop actions
+    as [n, num_envs] or [n, num_envs, k] (`time_major`), whose blocks follow the environments.
+    `prepare` turns them into kernel inputs, inside the jitted rollout; `load` runs once per
+    launch on the input refs (on the arrays, in the reference); `step_inputs` and `act` run once
+    per step, and `act` is a function of values only.
+    """
+
+    kind: str  # "random", "open_loop", "mlp" (an MLPPolicy) or "tree" (with act_from_seed)
+    static: Any  # the RandomPolicy; the action shape; the policy's treedef
+    inputs: list
+
+    @property
+    def time_major(self) -> bool:
+        return self.kind == "open_loop"
+
+    def prepare(self, inputs, n: int, num_envs: int) -> list:
+        """The kernel's policy inputs for n steps of num_envs (padded) environments."""
+        if self.time_major:
+            return [pad_axis(a[:n], num_envs, axis=1) for a in inputs]
+        if self.kind == "mlp":
+            padded = pad_mlp(jax.tree.unflatten(self.static, inputs))
+            return jax.tree.leaves(padded)
+        return inputs
+
+    def load(self, refs):
+        if self.time_major:
+            return refs  # indexed per step: actions[t]
+        return [r[...] for r in refs]
+
+    def step_inputs(self, loaded, t) -> list:
+        """What `act` needs at step t: this step's open-loop actions, or the loaded weights."""
+        if not self.time_major:
+            return loaded
+        (actions,) = loaded  # [n, B] or [n, B, k]
+        if not self.static:
+            return [actions[t]]
+        return [actions[t, :, c] for c in range(math.prod(self.static))]
+
+    def act(self, values, seed, index, obs_columns):
+        """-> (action[B, *shape], extras: a pytree of [B, ...])."""
+        if self.kind == "open_loop":
+            return join_columns(values, self.static), {}
+        if self.kind == "random":
+            return self.static.from_seed(seed, index), {}
+        policy = jax.tree.unflatten(self.static, values)
+        if self.kind == "mlp":  # zero columns meet the zero rows `pad_mlp` gave the first layers
+            extra = policy.actor[0][0].shape[0] - len(obs_columns)
+            obs_columns = (*obs_columns, *[jnp.zeros_like(obs_columns[0])] * extra)
+        out = policy.act_from_seed(seed, index, stack_last(obs_columns))
+        return out if isinstance(out, tuple) else (out, {})
+
+
+def block_policy(policy) -> BlockPolicy:
+    if isinstance(policy, OpenLoopPolicy):
+        acts, shape = policy.actions, tuple(policy.actions.shape[2:])
+        flat = acts.reshape(*acts.shape[:2], math.prod(shape)) if shape else acts
+        return BlockPolicy("open_loop", shape, [flat])
+    if isinstance(policy, RandomPolicy):
+        return BlockPolicy("random", policy, [])
+    leaves, treedef = jax.tree.flatten(policy)
+    # Only MLPPolicy's own act_from_seed is known to be right on padded weights (a subclass
+    # may override it).
+    return BlockPolicy("mlp" if type(policy) is MLPPolicy else "tree", treedef, leaves)
+
+
+def _next_power_of_two(d: int) -> int:
+    return 1 << max(d - 1, 0).bit_length()
+
+
+def pad_mlp(policy: MLPPolicy) -> MLPPolicy:
+    """`policy` with every weight dimension a power of two, the only sizes Triton lowers.
+
+    Weights get zero rows and columns and biases zeros, so every real unit computes what it did
+    (hidden units added are tanh(0) = 0 and meet zero rows); the observation gets zero columns
+    to match (`BlockPolicy.act`). A Discrete policy's extra logits get bias -inf: probability 0,
+    no change to the real actions' log-softmax, and never sampled (`MLPPolicy.act_from_seed`
+    draws no action of logit -inf). A Box policy's output, the action itself, keeps its size.
+    """
+
+    def pad(layers, head_size, head_fill):
+        out = []
+        for i, (w, b) in enumerate(layers):
+            head = i == len(layers) - 1
+            rows = _next_power_of_two(w.shape[0])
+            cols = head_size(w.shape[1]) if head else _next_power_of_two(w.shape[1])
+            w = jnp.pad(w, ((0, rows - w.shape[0]), (0, cols - w.shape[1])))
+            b = jnp.pad(b, (0, cols - b.shape[0]), constant_values=head_fill if head else 0.0)
+            out.append((w, b))
+        return tuple(out)
+
+    if policy.discrete:
+        actor = pad(policy.actor, _next_power_of_two, -jnp.inf)
+    else:
+        actor = pad(policy.actor, lambda size: size, 0.0)
+    critic = None if policy.critic is None else pad(policy.critic, _next_power_of_two, 0.0)
+    return policy.replace(actor=actor, critic=critic)
+
+
+# ---------------------------------------------------------------------------------- the step itself
+def reset_stream_keys(env: Env, seed, index) -> list[jax.Array]:
+    """The loop-invariant half of each auto-reset draw (as the scan backend hoists it)."""
+    streams = range(rng.RESET_STREAM, rng.RESET_STREAM + env.num_reset_uniforms)
+    return [rng.stream_key(seed, index, stream) for stream in streams]
+
+
+def obs_columns(env: Env, state, params) -> tuple[jax.Array, ...]:
+    """The observation as one float32 [B] array per component (`Env.observe` stacks these)."""
+    shape = jnp.shape(state.time)
+    return tuple(
+        jnp.broadcast_to(jnp.asarray(f, jnp.float32), shape) for f in env.obs_fields(state, params)
+    )
+
+
+def step(
+    env,
+    policy: BlockPolicy,
+    policy_values,
+    params,
+    carry: Carry,
+    t,
+    index,
+    seed,
+    reset_keys,
+    fields,
+):
+    """Step `t` of a rollout on a block: policy, dynamics, episode totals, auto-reset.
+
+    Mirrors one iteration of the scan backend's loop. `t` is the global step (int32), `seed` the
+    policy's per-step seed (a pair of uint32), `index` the environments' global indices [B],
+    `policy_values` what `policy.step_inputs` gave. A function of arrays only (no refs).
+
+    Returns:
+      (carry after the step, record): record maps each name in `fields` to its value this step.
+    """
+    obs = obs_columns(env, carry.env_state, params)
+    action, extras = policy.act(policy_values, seed, index, obs)
+    # Env.step, less the observation it stacks (Triton stacks only pairs): the kernel refuses
+    # environments that override step, observe or reset_from_uniforms.
+    next_state, reward, terminated = env.dynamics(carry.env_state, action, params)
+    next_state = next_state.replace(time=carry.env_state.time + jnp.int32(1))
+    reward = jnp.asarray(reward, jnp.float32)
+    terminated = jnp.asarray(terminated, jnp.bool_)
+    truncated = next_state.time >= params.max_episode_steps
+    done = terminated | truncated
+    episode_return = carry.episode_return + reward
+    episode_length = carry.episode_length + jnp.int32(1)
+
+    counter = (t + 1).astype(jnp.uint32)
+    u = tuple(rng.to_uniform(rng.bits_from_stream_key(k, counter)) for k in reset_keys)
+    reset_state = env.init_state(u, params)
+    new_carry = Carry(
+        env_state=jax.tree.map(lambda r, s: jnp.where(done, r, s), reset_state, next_state),
+        episode_return=jnp.where(done, 0.0, episode_return),
+        episode_length=jnp.where(done, 0, episode_length),
+        sums=None if carry.sums is None else carry.sums.add(done, episode_return, episode_length),
+    )
+    values = {
+        "obs": lambda: obs,
+        "action": lambda: action,
+        "reward": lambda: reward,
+        "terminated": lambda: terminated,
+        "truncated": lambda: truncated,
+        "next_obs": lambda: obs_columns(env, next_state, params),
+        "extras": lambda: extras,
+        "episode_return": lambda: episode_return,
+        "episode_length": lambda: episode_length,
+    }
+    return new_carry, {name: values[name]() for name in fields}
+
+
+# ------------------------------------------------------------------------ records as [B] columns
+def split_columns(x: jax.Array) -> list[jax.Array]:
+    """[B, *shape] -> prod(shape) arrays of [B] (the kernel stores rows of B lanes)."""
+    b = x.shape[0]
+    k = math.prod(x.shape[1:])
+    if k == 1:
+        return [x.reshape(b)]
+    return [c.reshape(b) for c in jnp.split(x.reshape(b, k), k, axis=1)]
+
+
+def join_columns(columns, shape: tuple[int, ...]) -> jax.Array:
+    """Inverse of `split_columns`: k arrays of [...] -> [..., *shape]."""
+    if not shape:
+        return columns[0]
+    return stack_last(columns).reshape(*columns[0].shape, *shape)
+
+
+def stack_last(columns) -> jax.Array:
+    """`jnp.stack(columns, axis=-1)` from two-way stacks, the only kind Triton lowers."""
+    k = len(columns)
+    if k == 1:
+        return columns[0][..., None]
+    if k == 2 or k & (k - 1):
+        return jnp.stack(columns, axis=-1)
+    # Interleave: stacking (c0, c2, ...) with (c1, c3, ...) puts column i at position i.
+    pairs = jnp.stack([stack_last(columns[0::2]), stack_last(columns[1::2])], axis=-1)
+    return pairs.reshape(*columns[0].shape, k)
+
+
+def pad_axis(x, size, axis=0):
+    """x zero-padded to `size` along `axis`."""
+    if x.shape[axis] == size:
+        return x
+    pad = [(0, 0)] * x.ndim
+    pad[axis] = (0, size - x.shape[axis])
+    return jnp.pad(x, pad)
+
+
+def storage_dtype(dtype):
+    """Booleans travel as int8: Pallas GPU lowerings store no i1 memory."""
+    return jnp.int8 if dtype == jnp.bool_ else dtype
+
+
+# A record's outputs, in one fixed order: per field (sorted), per leaf. An observation (a tuple
+# of columns) is one output [n, num_envs, obs_dim], written a component at a time, so that no
+# pass outside the kernel has to stack columns into the `Trajectory` layout.
+_OBSERVATIONS = ("next_obs", "obs")
+
+
+def output_columns(record) -> list[list[jax.Array]]:
+    """Each output of a one-step record as its [B] columns."""
+    groups = []
+    for name in sorted(record):
+        if name in _OBSERVATIONS:
+            groups.append(list(record[name]))
+        else:
+            groups += [split_columns(leaf) for leaf in jax.tree.leaves(record[name])]
+    return groups
+
+
+def output_layout(template) -> list[tuple[tuple[int, ...], Any]]:
+    """(trailing shape, storage dtype) of each output of a one-step record's shapes.
+
+    An output with trailing shape () is an [n, num_envs] array; with (k,), [n, num_envs, k]
+    (k components of one leaf, or of an observation).
+    """
+    layout = []
+    for name in sorted(template):
+        if name in _OBSERVATIONS:
+            layout.append(((len(template[name]),), jnp.float32))
+        else:
+            for leaf in jax.tree.leaves(template[name]):
+                k = math.prod(leaf.shape[1:])
+                layout.append(((k,) if leaf.ndim > 1 else (), storage_dtype(leaf.dtype)))
+    return layout
+
+
+def record_from_outputs(template, outputs) -> dict[str, Any]:
+    """The record's fields with leaves [n, num_envs, *shape], from the kernel's outputs."""
+    outputs = iter(outputs)
+    record = {}
+    for name in sorted(template):
+        if name in _OBSERVATIONS:
+            record[name] = next(outputs)
+        else:
+            leaves, treedef = jax.tree.flatten(template[name])
+            record[name] = treedef.unflatten([_as_leaf(next(outputs), leaf) for leaf in leaves])
+    return record
+
+
+def _as_leaf(output, leaf):
+    return output.reshape(*output.shape[:2], *leaf.shape[1:]).astype(leaf.dtype)

@@ -1,0 +1,417 @@
+"""The fused rollout kernel: K environment steps and the policy per launch, a block per program.
+
+Each program of the grid owns a block of `block_envs` environments. It loads their state once,
+runs `steps_per_launch` steps (policy, dynamics, auto-reset) with the state held in registers,
+writes one row of `block_envs` lanes per step for each requested output, and stores the state
+back. Outputs are full-length [n, num_envs] arrays: every launch writes its own rows in place
+(input/output aliasing), so no launch copies or concatenates another's results.
+
+GPU lowering: Triton, chosen over Mosaic GPU. The kernel is SIMT elementwise code over a 1-D
+block (hashes, transcendental functions, selects) plus small matmuls for an MLP policy, and it
+stores a row of every output at every step straight to device memory. Triton lowers exactly
+that: refs are global-memory pointers, stores of B contiguous lanes coalesce, and no block is
+staged through shared memory. Mosaic GPU (the default lowering of jax >= 0.10, which deprecates
+Triton from 0.11) is built around TMA copies of whole blocks into shared memory and warpgroup
+matmuls; it needs blocks of a multiple of 128 bytes and, for this kernel, an [n, block] output
+block would have to sit in shared memory (too big for long rollouts) or be pipelined by hand,
+and `pl.pallas_call` on Mosaic GPU is itself deprecated in favour of `plgpu.kernel`. Lowering
+this kernel for Mosaic GPU (jax 0.10.2, cross-lowered from a CPU) fails at once: it copies every
+block through shared memory and refuses copies of fewer than 128 bytes, such as the scalar
+inputs. So the kernel asks for Triton explicitly (`compiler_params`), which jax 0.11 still ships.
+
+Triton constraints this respects: every array a step loads or stores has a power-of-two size
+(a [block] row; block_envs is a power of two; observations travel as one [block] array per
+component, never as [block, obs_dim]); an MLPPolicy's weights are zero-padded to power-of-two
+sizes, its extra logits masked with -inf, and the [block, obs_dim] it reads gets zero columns
+(`block.pad_mlp`); booleans are stored as int8; ragged batches are padded to whole blocks,
+since the Triton lowering does not mask out-of-bounds blocks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import Any
+
+import jax
+import jax.extend as jex
+import jax.numpy as jnp
+from jax import lax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as pltriton
+
+from jaxsim import rng
+from jaxsim.core import Env
+from jaxsim.fused import block as blk
+from jaxsim.policies import MLPPolicy, OpenLoopPolicy, RandomPolicy
+from jaxsim.rollout import (
+    STEP_OUTPUTS,
+    EpisodeStats,
+    RolloutState,
+    Trajectory,
+    _check_outputs,
+    initial_state,
+)
+from jaxsim.spaces import Box
+
+_MAX_BLOCK_ENVS = 2**16
+_MAX_STEPS_PER_LAUNCH = 2**20
+_NUM_WARPS = (1, 2, 4, 8, 16, 32)
+
+
+def _is_power_of_two(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 1 and x & (x - 1) == 0
+
+
+@dataclasses.dataclass(frozen=True)
+class FusedConfig:
+    """Tuning of the fused backend; static (part of the compile-cache key).
+
+    Attributes:
+      block_envs: environments per kernel program, a power of two in [1, 65536]. On a GPU each
+        program is one thread block; 32 * num_warps lanes or more keeps every thread busy.
+      steps_per_launch: K, environment steps per kernel launch, in [1, 2**20]. The state goes to
+        and from device memory once per launch, so larger K moves less; a rollout of n steps
+        makes ceil(n / K) launches, the last one shorter when K does not divide n.
+      num_warps: warps per program on a GPU (Triton), one of 1, 2, 4, 8, 16, 32.
+      interpret: run the kernel in Pallas interpret mode. None: interpret unless jax's default
+        backend is a GPU (on a CPU interpret mode is the only way; it checks, it is not fast).
+    """
+
+    block_envs: int = 256
+    steps_per_launch: int = 64
+    num_warps: int = 4
+    interpret: bool | None = None
+
+    def __post_init__(self):
+        if not (_is_power_of_two(self.block_envs) and self.block_envs <= _MAX_BLOCK_ENVS):
+            raise ValueError(
+                f"FusedConfig: block_envs must be a power of two in [1, {_MAX_BLOCK_ENVS}], "
+                f"got {self.block_envs!r}"
+            )
+        k = self.steps_per_launch
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= _MAX_STEPS_PER_LAUNCH:
+            raise ValueError(
+                f"FusedConfig: steps_per_launch must be an integer in [1, {_MAX_STEPS_PER_LAUNCH}]"
+                f", got {k!r}"
+            )
+        if self.num_warps not in _NUM_WARPS:
+            raise ValueError(
+                f"FusedConfig: num_warps must be one of {_NUM_WARPS}, got {self.num_warps!r}"
+            )
+        if self.interpret not in (None, True, False):
+            raise ValueError(
+                f"FusedConfig: interpret must be None or a bool, got {self.interpret!r}"
+            )
+
+    def resolved_interpret(self) -> bool:
+        return jax.default_backend() != "gpu" if self.interpret is None else self.interpret
+
+
+# ------------------------------------------------------------------------------------------ kernel
+@dataclasses.dataclass(frozen=True)
+class _Hoisted:
+    """A function traced once to a jaxpr, whose captured constants become explicit arguments.
+
+    Environment and policy code may close over numpy arrays (a Box space's bounds, say), but a
+    Pallas kernel may capture none: the block step is traced here and its constants travel into
+    the kernel as inputs (booleans as int8, like every other boolean the kernel moves).
+    """
+
+    jaxpr: Any
+    out_tree: Any
+    const_dtypes: tuple
+
+    @classmethod
+    def trace(cls, fn, *example_args) -> tuple[_Hoisted, list[jax.Array]]:
+        closed, out_shape = jax.make_jaxpr(fn, return_shape=True)(*example_args)
+        consts = [jnp.asarray(c) for c in closed.consts]
+        dtypes = tuple(c.dtype for c in consts)
+        hoisted = cls(closed.jaxpr, jax.tree.structure(out_shape), dtypes)
+        return hoisted, [c.astype(blk.storage_dtype(c.dtype)) for c in consts]
+
+    def __call__(self, consts, *args):
+        fn = jex.core.jaxpr_as_fun(jex.core.ClosedJaxpr(self.jaxpr, consts))
+        return jax.tree.unflatten(self.out_tree, fn(*jax.tree.leaves(args)))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """The static description of one fused rollout that the kernel and the launches share."""
+
+    env: Env
+    policy: blk.BlockPolicy  # inputs=None: the arrays travel as kernel inputs
+    fields: tuple[str, ...]  # per-step outputs to write
+    layout: tuple  # (trailing shape, storage dtype) of each output: see blk.output_layout
+    n: int
+    config: FusedConfig
+    step: _Hoisted  # blk.step on one block, its constants hoisted (kernel input "consts")
+
+
+def _kernel(buf_refs, in_refs, out_refs, carry_refs, *, plan: _Plan):
+    del buf_refs  # aliased to out_refs: rows that earlier launches wrote stay as they are
+    env, policy, block_envs = plan.env, plan.policy, plan.config.block_envs
+    t0, steps = in_refs["window"][0], in_refs["window"][1]
+    params = jax.tree.map(lambda r: r[0], in_refs["params"])
+    reset_seed = (in_refs["reset_seed"][0], in_refs["reset_seed"][1])
+    lane = jnp.arange(block_envs, dtype=jnp.int32)
+    index = (pl.program_id(0) * block_envs + lane).astype(jnp.uint32)
+    reset_keys = blk.reset_stream_keys(env, reset_seed, index)
+    loaded = policy.load(in_refs["policy"])
+    seeds = in_refs["policy_seeds"]
+    consts = [
+        r[...].astype(d) for r, d in zip(in_refs["consts"], plan.step.const_dtypes, strict=True)
+    ]
+
+    def body(i, carry):
+        t = t0 + i
+        seed = (seeds[t, 0], seeds[t, 1])
+        values = policy.step_inputs(loaded, t)
+        carry, record = plan.step(consts, params, carry, t, index, seed, reset_keys, values)
+        # One row of B lanes per output and component: out[t, block] or out[t, block, c].
+        for ref, cols in zip(out_refs, blk.output_columns(record), strict=True):
+            if len(ref.shape) == 2:
+                ref[t] = cols[0].astype(ref.dtype)
+            else:
+                for c, col in enumerate(cols):
+                    ref[t, :, c] = col.astype(ref.dtype)
+        return carry
+
+    carry = jax.tree.map(lambda r: r[...], in_refs["carry"])
+    carry = lax.fori_loop(0, steps, body, carry)
+    for ref, value in zip(jax.tree.leaves(carry_refs), jax.tree.leaves(carry), strict=True):
+        ref[...] = value.astype(ref.dtype)
+
+
+def _launch(plan: _Plan, t0, steps, ins, carry, outs):
+    """One pallas_call: `steps` steps from step `t0` for every block; returns (outs, carry).
+
+    `outs` are the [n, num_envs, ...] outputs earlier launches wrote (None for the first launch):
+    they are aliased to this launch's outputs, which it updates in rows t0 ... t0 + steps - 1.
+    `t0` and `steps` are kernel inputs, not constants, so all launches after the first share
+    one kernel.
+    """
+    b = plan.config.block_envs
+    num_envs = jax.tree.leaves(carry)[0].shape[0]
+
+    def whole(x):
+        return pl.BlockSpec(x.shape, lambda j: (0,) * x.ndim)
+
+    def per_step(trailing=()):  # [n, num_envs, *trailing]: all steps, this block's environments
+        return pl.BlockSpec((plan.n, b, *trailing), lambda j: (0, j) + (0,) * len(trailing))
+
+    per_env = pl.BlockSpec((b,), lambda j: (j,))
+    window = jnp.stack([jnp.asarray(t0, jnp.int32), jnp.asarray(steps, jnp.int32)])
+    ins = dict(ins, window=window, carry=carry)
+    in_specs = jax.tree.map(whole, ins)
+    in_specs["carry"] = jax.tree.map(lambda _: per_env, carry)
+    if plan.policy.time_major:
+        in_specs["policy"] = [per_step(a.shape[2:]) for a in ins["policy"]]
+    out_specs = [per_step(trailing) for trailing, _ in plan.layout]
+    bufs = [] if outs is None else outs
+    out_shape = (
+        [jax.ShapeDtypeStruct((plan.n, num_envs, *tr), dtype) for tr, dtype in plan.layout],
+        jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), carry),
+    )
+    return pl.pallas_call(
+        functools.partial(_kernel, plan=plan),
+        out_shape=out_shape,
+        grid=(num_envs // b,),
+        in_specs=(out_specs if bufs else [], in_specs),
+        out_specs=(out_specs, jax.tree.map(lambda _: per_env, carry)),
+        input_output_aliases={i: i for i in range(len(bufs))},
+        interpret=plan.config.resolved_interpret(),
+        compiler_params=pltriton.CompilerParams(num_warps=plan.config.num_warps),
+        name=f"jaxsim_fused_{type(plan.env).__name__}",
+    )(bufs, ins)
+
+
+def _run_kernel(plan: _Plan, ins, carry):
+    """ceil(n / K) launches: the first creates the outputs, the others write into them.
+
+    Launch l runs steps l*K ... min((l + 1) * K, n) - 1: the last is shorter if K does not
+    divide n.
+    """
+    n, k = plan.n, plan.config.steps_per_launch
+    outs, carry = _launch(plan, 0, min(k, n), ins, carry, None)
+
+    def launch(i, outs_carry):
+        outs, carry = outs_carry
+        t0 = (i + 1) * k
+        return _launch(plan, t0, jnp.minimum(k, n - t0), ins, carry, outs)
+
+    more = math.ceil(n / k) - 1
+    if more:
+        outs, carry = lax.fori_loop(0, more, launch, (outs, carry))
+    return outs, carry
+
+
+def _run_reference(plan: _Plan, ins, carry):
+    """The plain-jnp reference: the same block step on the whole (padded) batch, under lax.scan."""
+    env, policy = plan.env, plan.policy
+    num_envs = jax.tree.leaves(carry)[0].shape[0]
+    seed = (ins["reset_seed"][0], ins["reset_seed"][1])
+    index = jnp.arange(num_envs, dtype=jnp.uint32)
+    reset_keys = blk.reset_stream_keys(env, seed, index)
+    loaded = policy.load(ins["policy"])
+
+    def body(carry, t):
+        s = ins["policy_seeds"][t]
+        values = policy.step_inputs(loaded, t)
+        carry, record = blk.step(
+            env, policy, values, ins["params"], carry, t, index, (s[0], s[1]), reset_keys,
+            plan.fields,
+        )  # fmt: skip
+        groups = blk.output_columns(record)
+        outs = [
+            cols[0] if not trailing else jnp.stack(cols, axis=-1)
+            for cols, (trailing, _) in zip(groups, plan.layout, strict=True)
+        ]
+        return carry, outs
+
+    carry, outs = lax.scan(body, carry, jnp.arange(plan.n, dtype=jnp.int32))
+    return outs, carry
+
+
+# ------------------------------------------------------------------------------------------ driver
+def _rollout(env, kind, static, n, num_envs, outputs, config, use_kernel, *args):
+    inputs, key, params, state = args
+    policy = blk.BlockPolicy(kind, static, inputs=None)
+    padded = config.block_envs * math.ceil(num_envs / config.block_envs)
+    fields = tuple(f for f in STEP_OUTPUTS if f in outputs)
+    inputs = policy.prepare(inputs, n, padded)
+
+    k_reset, k_policy, _ = jax.random.split(key, 3)
+    if state is None:
+        state = initial_state(env, key, num_envs, params)
+    carry = blk.Carry(
+        env_state=state.env_state,
+        episode_return=state.episode_return,
+        episode_length=state.episode_length,
+        sums=blk.EpisodeSums.zeros(num_envs) if "episode_stats" in outputs else None,
+    )
+    carry = jax.tree.map(lambda x: blk.pad_axis(x, padded), carry)
+    steps = jnp.arange(n, dtype=jnp.int32)
+    ins = dict(
+        reset_seed=rng.seed_from_key(k_reset),
+        policy_seeds=jax.vmap(lambda t: rng.seed_from_key(jax.random.fold_in(k_policy, t)))(steps),
+        policy=inputs,
+    )
+
+    def block_step(params, carry, t, index, seed, reset_keys, values):
+        return blk.step(env, policy, values, params, carry, t, index, seed, reset_keys, fields)
+
+    def block_args(width):
+        """Abstract arguments of `block_step` on `width` environments."""
+        sds = jax.ShapeDtypeStruct
+        u32 = sds((), jnp.uint32)
+        lanes = jax.tree.map(lambda x: sds((width, *x.shape[1:]), x.dtype), carry)
+        values = inputs
+        if policy.time_major:  # this step's actions: one [width] column per component
+            values = [sds((width,), inputs[0].dtype)] * math.prod(policy.static)
+        keys = [sds((width,), jnp.uint32)] * env.num_reset_uniforms
+        scalars = jax.tree.map(lambda x: sds((), jnp.asarray(x).dtype), params)
+        index, t = sds((width,), jnp.uint32), sds((), jnp.int32)
+        return scalars, lanes, t, index, (u32, u32), keys, values
+
+    # The record's leaves: shapes and dtypes of one step on the whole batch.
+    template = jax.eval_shape(block_step, *block_args(padded))[1]
+    layout = tuple(blk.output_layout(template))
+    if use_kernel:
+        step, ins["consts"] = _Hoisted.trace(block_step, *block_args(config.block_envs))
+        # Kernels take no captured arrays: params travel as [1] inputs, read as scalars.
+        ins["params"] = jax.tree.map(lambda x: jnp.reshape(jnp.asarray(x), (1,)), params)
+        plan = _Plan(env, policy, fields, layout, n, config, step)
+        outs, carry = _run_kernel(plan, ins, carry)
+    else:
+        ins["params"] = params
+        plan = _Plan(env, policy, fields, layout, n, config, step=None)
+        outs, carry = _run_reference(plan, ins, carry)
+
+    if padded != num_envs:
+        outs = [x[:, :num_envs] for x in outs]
+        carry = jax.tree.map(lambda x: x[:num_envs], carry)
+    record = blk.record_from_outputs(template, outs)
+    final_state = RolloutState(
+        env_state=carry.env_state,
+        obs=env.observe(carry.env_state, params),
+        episode_return=carry.episode_return,
+        episode_length=carry.episode_length,
+    )
+    stats = None if carry.sums is None else _episode_stats(carry.sums)
+    per_step = {name: record.get(name) for name in STEP_OUTPUTS}
+    return Trajectory(**per_step, final_state=final_state, stats=stats)
+
+
+def _episode_stats(sums: blk.EpisodeSums) -> EpisodeStats:
+    count = sums.count.sum()
+    denom = jnp.maximum(count, 1)
+    mean = sums.return_sum.sum() / denom
+    var = jnp.maximum(sums.return_sq_sum.sum() / denom - mean * mean, 0.0)
+    return EpisodeStats(count, mean, jnp.sqrt(var), sums.length_sum.sum() / denom)
+
+
+_rollout_jit = jax.jit(_rollout, static_argnums=tuple(range(8)))
+
+
+# -------------------------------------------------------------------------------------- public API
+def unsupported_reason(env, policy) -> str | None:
+    """Why the fused backend cannot run `env` with `policy`, or None if it can."""
+    reason = blk.env_unsupported_reason(env)
+    if reason is not None:
+        return f"environment {env.id}: {reason}"
+    reason = blk.policy_unsupported_reason(policy)
+    return None if reason is None else f"policy: {reason}"
+
+
+def auto_backend(env, policy) -> str:
+    """What `backend="auto"` runs: "fused" on a GPU for what the kernel compiles there, else "scan".
+
+    On a CPU the kernel only runs interpreted, far slower than the scan. On a GPU: "fused" for
+    `RandomPolicy`, `OpenLoopPolicy` and `MLPPolicy` (whose Triton lowering the tests check for
+    every environment), unless the action space is a Box of a size that is not a power of two
+    (an action is an array of that size, which Triton does not lower). Any other policy with
+    `act_from_seed` runs fused only when asked for explicitly.
+    """
+    if jax.default_backend() != "gpu" or unsupported_reason(env, policy) is not None:
+        return "scan"
+    if not (isinstance(policy, RandomPolicy | OpenLoopPolicy) or type(policy) is MLPPolicy):
+        return "scan"
+    space = env.action_space(env.default_params)
+    return "scan" if isinstance(space, Box) and not _is_power_of_two(space.size) else "fused"
+
+
+def fused_rollout(
+    env, policy, n: int, *, num_envs: int, key, params, state, outputs, config, reference=False
+) -> Trajectory:
+    """The fused backend of `jaxsim.rollout`, which validates the other arguments first.
+
+    Args:
+      env, policy, n, num_envs, key, params, state: as `jaxsim.rollout` (policy resolved, state a
+        `RolloutState` or None).
+      outputs: as `jaxsim.rollout`: a preset ("all", "rewards", "stats") or a collection of names.
+      config: a `FusedConfig`, or None for the defaults.
+      reference: run the plain-jnp reference (the same block step on the whole batch under
+        `lax.scan`) instead of the kernel: what the kernel is tested against.
+
+    Returns:
+      A `Trajectory` like the scan backend's (leaves the outputs left out are None).
+    """
+    outputs = _check_outputs(outputs)
+    config = FusedConfig() if config is None else config
+    if not isinstance(config, FusedConfig):
+        raise TypeError(f"rollout: fused_config must be a FusedConfig, got {type(config).__name__}")
+    reason = unsupported_reason(env, policy)
+    if reason is not None:
+        raise ValueError(
+            f"rollout: the fused backend cannot run this rollout ({reason}); "
+            "use backend='scan', which runs any environment and policy"
+        )
+    if isinstance(policy, OpenLoopPolicy):
+        policy.check(env.action_space(env.default_params), n, num_envs)
+    bp = blk.block_policy(policy)
+    return _rollout_jit(
+        env, bp.kind, bp.static, n, num_envs, outputs, config, not reference,
+        bp.inputs, key, params, state,
+    )  # fmt: skip
