@@ -11,6 +11,7 @@ from jaxsim.policies import (
     init_mlp_policy,
     random_policy,
 )
+from jaxsim.profile import profile as profile
 from jaxsim.rollout import EpisodeStats, RolloutState, Trajectory, initial_state, rollout
 from jaxsim.spaces import Box, Discrete
 

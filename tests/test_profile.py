@@ -1,0 +1,490 @@
+"""jaxsim.profile: attribution of traced device time to phases, host time, overhead correction."""
+
+import json
+import statistics
+import sys
+import textwrap
+import time
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from jaxsim.profile import (
+    COMPILE,
+    DISPATCH,
+    UNSCOPED,
+    Profiler,
+    ProfileReport,
+    check_output_dir,
+    profile,
+)
+from jaxsim.profile import __main__ as cli
+from jaxsim.profile._calibrate import typical
+from jaxsim.profile._hlo import HloModule, PhaseMap, scope_phases
+
+PHASES = ("matmul", "elementwise")
+
+
+def _synthetic(a, b, x):
+    # A large matmul, then a cheap elementwise phase on another array, then an unscoped sort.
+    with jax.named_scope("matmul"):
+        m = a @ b
+    with jax.named_scope("elementwise"):
+        e = jnp.sum(jnp.tanh(x) * 2.0 + m[0, 0])
+    return jnp.sort(x[:, :16] + e, axis=0)
+
+
+def _inputs():
+    return jnp.ones((256, 1024)) / 1024, jnp.ones((1024, 256)), jnp.ones((512, 512))
+
+
+def _median_time(fn, *args, n=7):
+    jax.block_until_ready(fn(*args))
+    samples = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    """The synthetic function profiled twice (the first with files written)."""
+    out = tmp_path_factory.mktemp("profile_out")
+    f = jax.jit(_synthetic)
+    args = _inputs()
+    # The first compiles f in its warm-up (its HLO is captured then); the second finds it
+    # compiled and is given its HLO.
+    first = profile(lambda: f(*args), phases=PHASES, out_dir=out, name="synthetic")
+    hlo = [f.lower(*args).compile().as_text()]
+    second = profile(lambda: f(*args), phases=PHASES, hlo=hlo, name="synthetic")
+    return first, second, out
+
+
+# ----------------------------------------------------------------------------------- attribution
+def test_rows_cover_the_measured_total(reports):
+    for r in reports[:2]:
+        # Raw attribution partitions each traced iteration (within 5% of the host clock's time).
+        assert r.coverage["fraction"] == pytest.approx(1.0, abs=0.05)
+        # Corrected rows add up to the uninstrumented time, and none is negative.
+        assert sum(r.totals().values()) == pytest.approx(r.wall_s, rel=1e-6)
+        assert all(min(row.device_s, row.idle_s, row.host_s) >= 0 for row in r.rows)
+        assert r.wall_s == typical(r.wall_samples_s)
+        # The overhead was measured on the callable itself, taken out, and the corrected total
+        # checked against uninstrumented calls the calibration never saw.
+        o = r.overhead
+        assert o["measured_s"] == pytest.approx(
+            o["calibration_traced_s"] - o["calibration_untraced_s"]
+        )
+        assert o["corrected_s"] == pytest.approx(o["traced_s"] - max(o["measured_s"], 0))
+        assert o["corrected_error"] == pytest.approx(o["corrected_s"] / o["validation_s"] - 1)
+        assert abs(o["corrected_error"]) < 0.5  # loose: other engineers load these 2 cores
+        assert o["model_error"] is not None and o["calibration_calls"] >= 10
+        assert r.dispatches_per_iteration == pytest.approx(1.0)
+        assert 0 < r.device_busy_fraction <= 1.0 + 1e-9
+        assert r.row(COMPILE).total_s == 0
+    # The first profile compiled f in its warm-up and reports it apart from the run time; the
+    # second found it compiled.
+    assert reports[0].compile["seconds"] > 0 and reports[0].compile["backend_compiles"] >= 1
+    assert reports[1].compile["backend_compiles"] == 0
+
+
+def test_matmul_outweighs_elementwise_by_roughly_the_direct_ratio(reports):
+    a, b, x = _inputs()
+    c = jnp.float32(1.0)
+    direct = _median_time(jax.jit(lambda a, b: a @ b), a, b) / _median_time(
+        jax.jit(lambda x, c: jnp.sum(jnp.tanh(x) * 2.0 + c)), x, c
+    )
+    for r in reports[:2]:
+        mm, ew = r.row("matmul").device_s, r.row("elementwise").device_s
+        assert mm > ew > 0
+        ratio = mm / ew
+        # Within a factor of 4 of timing each phase as its own jit, on a shared 2-core machine.
+        assert direct / 4 < ratio < direct * 4, (ratio, direct)
+
+
+def test_unscoped_ops_are_reported_not_dropped(reports):
+    for r in reports[:2]:
+        assert r.row(UNSCOPED).device_s > 0
+        assert any("sort" in path or "synthetic" in path for path in r.unscoped_paths)
+
+
+def test_profiling_twice_gives_consistent_shares(reports):
+    s1, s2 = reports[0].device_shares(), reports[1].device_shares()
+    assert s1["matmul"] > s1["elementwise"] and s2["matmul"] > s2["elementwise"]
+    for phase in (*PHASES, UNSCOPED):
+        # The other engineers' load on the 2 shared cores moves the multi-threaded matmul most.
+        assert s1.get(phase, 0) == pytest.approx(s2.get(phase, 0), abs=0.2), (s1, s2)
+
+
+def test_host_annotations_and_dispatches_per_iteration():
+    g = jax.jit(lambda v: v * 2.0 + 1.0)
+    v = jnp.ones((64,))
+    jax.block_until_ready(g(v))
+
+    def loop():
+        out = v
+        for _ in range(3):
+            with jax.profiler.TraceAnnotation("env_step"):
+                time.sleep(0.002)  # a host-side simulator step
+            out = g(out)
+        return out
+
+    r = profile(loop, phases=("env_step", "policy"), min_time=0.05, gpu_utilization=True)
+    assert r.dispatches_per_iteration == pytest.approx(3.0)
+    assert r.row("env_step").host_s == pytest.approx(0.006, rel=0.5)
+    assert r.row("env_step").host_s / r.wall_s > 0.5
+    assert "skipped" in r.gpu  # no GPU here: skipped with a reason, never an error
+    assert {row.name for row in r.rows} >= {UNSCOPED, DISPATCH, COMPILE, "(python)", "(idle)"}
+
+
+def test_nested_phases_of_a_rollout_from_the_command_line(capsys):
+    r = cli.main(
+        ["rollout", "--policy", "random", "--num-envs", "16", "--steps", "8", "--min-time", "0"]
+    )
+    assert r.row("policy").parent == "rollout"
+    assert r.row("env_step").parent == "rollout"
+    assert r.row("policy").device_s > 0 and r.row("env_step").device_s > 0
+    assert "env_step" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------------------- outputs
+def test_outputs_are_written_and_reload(reports, capsys):
+    r, _, out = reports
+    names = sorted(p.name for p in out.iterdir())
+    assert names == [
+        "synthetic.json",
+        "synthetic.png",
+        "synthetic.trace.json.gz",
+        "synthetic.xplane.pb",
+    ]
+    assert r.files["perfetto"].endswith("synthetic.trace.json.gz")
+    data = json.loads((out / "synthetic.json").read_text())
+    assert sum(row["share"] for row in data["rows"]) == pytest.approx(1.0, abs=1e-6)
+    back = ProfileReport.load(out / "synthetic.json")
+    assert back.totals() == pytest.approx(r.totals())
+    cli.main(["show", str(out / "synthetic.json")])
+    table = capsys.readouterr().out
+    assert "matmul" in table and UNSCOPED in table and "dispatches per iteration" in table
+
+
+# ------------------------------------------------------------------------------------- bad input
+def _never_called():
+    raise AssertionError("fn must not run when the arguments are wrong")
+
+
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        (dict(phases=()), "phases is empty"),
+        (dict(phases="rollout"), "sequence"),
+        (dict(phases=("a/b",)), "without '/'"),
+        (dict(phases=("a", "a")), "twice"),
+        (dict(phases=(UNSCOPED,)), "reserved"),
+        (dict(iterations=0), "iterations"),
+        (dict(min_time=-1.0), "min_time"),
+        (dict(name="../escape"), "name"),
+    ],
+)
+def test_bad_arguments_fail_before_running(kwargs, error):
+    with pytest.raises((ValueError, TypeError), match=error):
+        profile(_never_called, **kwargs)
+    if "iterations" not in kwargs and "min_time" not in kwargs:  # the same checks for `with`
+        with pytest.raises((ValueError, TypeError), match=error):
+            profile(**kwargs)
+    with pytest.raises(TypeError, match="profile.fn. only"):
+        profile(iterations=3)
+    with pytest.raises(TypeError, match="callable"):
+        profile(42)
+
+
+def test_unwritable_output_directory_fails_before_running(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    with pytest.raises(OSError, match="cannot write to output directory"):
+        profile(_never_called, out_dir=blocker / "sub")
+    with pytest.raises(OSError, match="cannot write to output directory"):
+        check_output_dir(blocker / "sub")
+    # A writable one passes the check and is left as it was found.
+    check_output_dir(tmp_path / "new" / "deeper")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]
+
+
+def test_raising_callable_leaves_no_files(tmp_path):
+    def broken():
+        raise ZeroDivisionError("boom")
+
+    with pytest.raises(ZeroDivisionError) as info:
+        profile(broken, out_dir=tmp_path / "new" / "deeper")
+    assert any("jaxsim.profile" in note for note in info.value.__notes__)
+    assert not (tmp_path / "new").exists()
+
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    (existing / "keep.txt").write_text("mine")
+    g = jax.jit(lambda v: v + 1)
+    calls = {"n": 0}
+
+    def fails_under_the_profiler():
+        calls["n"] += 1
+        if calls["n"] > 3:  # after warm-up and timing: inside jax.profiler.trace
+            raise RuntimeError("late failure")
+        return g(jnp.ones(4))
+
+    with pytest.raises(RuntimeError, match="late failure"):
+        profile(fails_under_the_profiler, out_dir=existing, repeats=2, min_time=0.0)
+    assert sorted(p.name for p in existing.iterdir()) == ["keep.txt"]
+    # The profiler was stopped: a new profile can start.
+    r = profile(lambda: g(jnp.ones(4)), repeats=1, iterations=1, calibration=1, min_time=0.0)
+    assert r.wall_s > 0
+
+
+# ----------------------------------------------------------------------- `with profile():` blocks
+def test_context_manager_profiles_a_block_with_compile_and_dispatches(tmp_path):
+    args = _inputs()
+    with profile(phases=PHASES, out_dir=tmp_path / "cm", name="block") as prof:
+        assert isinstance(prof, Profiler)
+        f = jax.jit(_synthetic)  # compiled inside the block: its compile time is reported
+        for _ in range(3):
+            with prof.step():
+                out = f(*args)
+        jax.block_until_ready(out)
+    r = prof.report
+    assert r.mode == "program" and r.iterations == 3
+    mm, ew = r.row("matmul").device_s, r.row("elementwise").device_s
+    assert mm > ew > 0 and r.row(UNSCOPED).device_s > 0
+    # Whole-block partition: the rows add up to the corrected wall time of the block.
+    assert sum(r.totals().values()) == pytest.approx(r.wall_s, rel=1e-6)
+    assert r.wall_s <= r.traced_wall_s
+    assert r.overhead["corrected_error"] is None  # no uninstrumented run to compare with
+    # Compile time, from jax.monitoring, and its share of the timeline.
+    assert r.compile["seconds"] > 0 and r.compile["backend_compiles"] >= 1
+    assert r.row(COMPILE).host_s > 0
+    # One dispatch of f per marked step; more in all (the inputs' conversions, say).
+    assert r.dispatches_per_iteration == pytest.approx(1.0)
+    assert r.dispatches >= 3 and r.executables["jit__synthetic"] == 3
+    assert sorted(p.name for p in (tmp_path / "cm").iterdir()) == [
+        "block.json",
+        "block.png",
+        "block.trace.json.gz",
+        "block.xplane.pb",
+    ]
+    back = ProfileReport.load(tmp_path / "cm" / "block.json")
+    assert back.mode == "program" and back.compile_s == pytest.approx(r.compile_s)
+    assert "compile:" in back.format_table() and "dispatches: " in back.format_table()
+
+
+def test_context_manager_that_raises_writes_nothing(tmp_path):
+    g = jax.jit(lambda v: v + 1)
+    with pytest.raises(ZeroDivisionError) as info:
+        with profile(phases=PHASES, out_dir=tmp_path / "new" / "deeper"):
+            g(jnp.ones(4))
+            raise ZeroDivisionError("boom")
+    assert any("jaxsim.profile" in note for note in info.value.__notes__)
+    assert not (tmp_path / "new").exists()
+    # The trace was stopped: another profile can start, and a Profiler runs only once.
+    with profile(phases=PHASES) as prof:
+        jax.block_until_ready(g(jnp.ones(4)))
+    assert prof.report.dispatches >= 1
+    with pytest.raises(RuntimeError, match="runs once"):
+        with prof:
+            pass
+
+
+# -------------------------------------------------------------- `python -m jaxsim.profile` runner
+_TINY = """
+    import sys
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(a, x):
+        with jax.named_scope("matmul"):
+            m = a @ a
+        with jax.named_scope("elementwise"):
+            x = jnp.tanh(x) * 2.0 + m[0, 0]
+        return m / 256.0, x
+
+    if __name__ == "__main__":
+        print("argv", sys.argv[1:])
+        a, x = jnp.ones((256, 256)) / 256, jnp.ones((256, 256))
+        for _ in range(int(sys.argv[1])):
+            a, x = step(a, x)
+        if len(sys.argv) > 2:
+            raise SystemExit(int(sys.argv[2]))
+"""
+
+
+@pytest.fixture
+def tiny_module(tmp_path, monkeypatch):
+    (tmp_path / "tinyprog.py").write_text(textwrap.dedent(_TINY))
+    monkeypatch.chdir(tmp_path)  # as `python -m` does, the runner finds modules in the cwd
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path / "tinyprog.py"
+    sys.modules.pop("tinyprog", None)
+
+
+def test_runner_runs_a_module_with_its_arguments(tiny_module, tmp_path, capsys):
+    out = tmp_path / "prof"
+    # Options after the module name are the module's (here "-o" would be; "3" is).
+    r = cli.main(["-o", str(out), "--phases", "matmul,elementwise", "-m", "tinyprog", "3"])
+    printed = capsys.readouterr().out
+    assert "argv ['3']" in printed and "jaxsim.profile tinyprog" in printed
+    assert r.mode == "program" and r.name == "tinyprog"
+    assert r.row("matmul").device_s > r.row("elementwise").device_s > 0
+    assert r.executables["jit_step"] == 3 and r.compile_s > 0
+    assert sorted(p.name for p in out.iterdir()) == [
+        "tinyprog.json",
+        "tinyprog.png",
+        "tinyprog.trace.json.gz",
+        "tinyprog.xplane.pb",
+    ]
+    assert sys.argv[0] != "tinyprog"  # restored
+
+
+def test_runner_runs_a_script_and_a_failing_one_writes_nothing(tiny_module, tmp_path, capsys):
+    r = cli.main(["--phases", "matmul", "--no-png", str(tiny_module), "2", "0"])  # exit(0): ok
+    assert "argv ['2', '0']" in capsys.readouterr().out and r.row("matmul").device_s > 0
+    out = tmp_path / "failed"
+    with pytest.raises(SystemExit) as info:
+        cli.main(["-o", str(out), str(tiny_module), "1", "3"])
+    assert info.value.code == 3 and not out.exists()
+
+
+def test_runner_argument_parsing():
+    assert cli.split_argv(["-o", "d", "-m", "pkg.mod", "-o", "x"]) == (
+        ["-o", "d"],
+        ["-m", "pkg.mod", "-o", "x"],
+    )
+    assert cli.split_argv(["--phases", "a,b", "s.py", "--flag"]) == (
+        ["--phases", "a,b"],
+        ["s.py", "--flag"],
+    )
+    assert cli.split_argv(["--name=n", "-mpkg", "1"]) == (["--name=n"], ["-m", "pkg", "1"])
+    with pytest.raises(SystemExit):  # no target
+        cli.main(["-o", "d"])
+    with pytest.raises(SystemExit):  # a bad phase list fails before the target runs
+        cli.main(["--phases", "a/b", "-m", "never_imported_module"])
+
+
+@pytest.mark.slow
+def test_runner_baseline_calibrates_and_checks_the_corrected_run_time(tiny_module, capsys):
+    r = cli.main(["--baseline", "2", "--phases", "matmul", "--no-png", "-m", "tinyprog", "20"])
+    b = r.baseline
+    assert len(b["runs"]) == 2 and all(run["wall_s"] > run["compile_s"] > 0 for run in b["runs"])
+    # Calibrated on the first run, checked against the second.
+    assert r.overhead["measured_s"] is not None and b["validation_runs"] == 1
+    assert b["error"] is not None and r.overhead["corrected_error"] == b["error"]
+    assert b["model_error"] is not None and b["uncorrected_error"] is not None
+    assert "baseline (2 uninstrumented run(s))" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------- HLO -> phases
+_PHASES = frozenset({"rollout", "policy", "env_step", "loss", "backward"})
+
+
+def test_innermost_phase_of_a_scope_path():
+    assert scope_phases("jit(f)/rollout/while/body/policy/dot_general", _PHASES) == [
+        ("policy", "rollout", "jit(f)/rollout/while/body/policy")
+    ]
+    # The backward pass of `loss` runs under `backward`; transpose(jvp()) is not a phase.
+    assert scope_phases("jit(t)/backward/transpose(jvp())/mul", _PHASES)[0][0] == "backward"
+    # The last part names the primitive, never a phase; no phase on the path -> unscoped.
+    assert scope_phases("jit(f)/policy", _PHASES)[0][0] == UNSCOPED
+    assert scope_phases("", _PHASES)[0][0] == UNSCOPED
+    # XLA joins the op_names of merged ops with ';'.
+    merged = scope_phases("jit(f)/policy/add;jit(f)/env_step/add", _PHASES)
+    assert [m[0] for m in merged] == ["policy", "env_step"]
+
+
+_HLO = """HloModule jit_f, entry_computation_layout={(f32[64,64]{1,0})->f32[64,64]{1,0}}
+
+%fused_computation (p0: f32[64,64]) -> f32[64,64] {
+  %p0 = f32[64,64]{1,0} parameter(0)
+  %dot.1 = f32[64,64]{1,0} dot(%p0, %p0), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="jit(f)/policy/dot_general"}
+  ROOT %tanh.1 = f32[64,64]{1,0} tanh(%dot.1), metadata={op_name="jit(f)/env_step/tanh"}
+}
+
+%body (t: (s32[], f32[64,64])) -> (s32[], f32[64,64]) {
+  %t = (s32[], f32[64,64]{1,0}) parameter(0)
+  %i = s32[] get-tuple-element(%t), index=0
+  %x = f32[64,64]{1,0} get-tuple-element(%t), index=1
+  %copy.3 = f32[64,64]{1,0} copy(%x)
+  ROOT %r = (s32[], f32[64,64]{1,0}) tuple(%i, %copy.3)
+}
+
+ENTRY %main (x.1: f32[64,64]) -> f32[64,64] {
+  %x.1 = f32[64,64]{1,0} parameter(0), metadata={op_name="x"}
+  %fusion = f32[64,64]{1,0} fusion(%x.1), kind=kLoop, calls=%fused_computation, metadata={op_name="jit(f)/env_step/tanh"}
+  %init = (s32[], f32[64,64]{1,0}) tuple(%x.1, %fusion)
+  %while.1 = (s32[], f32[64,64]{1,0}) while(%init), condition=%body, body=%body, metadata={op_name="jit(f)/rollout/while"}, backend_config={"known_trip_count":{"n":"4"}}
+  ROOT %out = f32[64,64]{1,0} get-tuple-element(%while.1), index=1
+}
+"""  # noqa: E501
+
+
+def test_a_fusion_spanning_two_phases_is_split_by_cost():
+    mod = HloModule(_HLO)
+    assert mod.name == "jit_f" and "fusion" in mod and mod.instructions["while.1"].trip_count == 4
+    pm = PhaseMap([_HLO], _PHASES)
+    mix, instr = pm.lookup("jit_f", "fusion")
+    assert instr.opcode == "fusion" and mix.estimated
+    # 2 * 64^3 dot flops against 64^2 tanh elements: the dot's phase gets most of the time.
+    assert mix.phases["policy"] > 0.7 and 0 < mix.phases["env_step"] < 0.3
+    assert sum(mix.phases.values()) == pytest.approx(1.0)
+    # A copy XLA inserted without metadata takes the scope of the loop it sits in.
+    assert pm.lookup("jit_f", "copy.3")[0].phases == {"rollout": 1.0}
+    # The while itself is a container: its own time goes to its own scope.
+    assert pm.lookup("jit_f", "while.1")[0].phases == {"rollout": 1.0}
+    # Ops of a module without HLO are unscoped, with the reason in the path.
+    mix, instr = pm.lookup("jit_other", "fusion")
+    assert instr is None and mix.phases == {UNSCOPED: 1.0}
+
+
+# ------------------------------------------------------------------------------------------- GPU
+@pytest.mark.gpu
+def test_gpu_nvml_utilization_beside_kernel_busy_fraction():
+    f = jax.jit(lambda a: jnp.tanh(a @ a))
+    a = jnp.ones((2048, 2048))
+    r = profile(lambda: f(a), phases=("matmul",), gpu_utilization=True)
+    assert r.backend == "gpu"
+    if "skipped" in r.gpu:
+        pytest.skip(r.gpu["skipped"])
+    assert 0.0 <= r.gpu["nvml_utilization"] <= 1.0
+    assert 0.0 < r.gpu["kernel_busy_fraction"] <= 1.0 + 1e-9
+
+
+# ------------------------------------------------------------------------- benchmarks/breakdown
+@pytest.mark.slow
+def test_breakdown_benchmark_end_to_end(tmp_path):
+    import sys
+    from pathlib import Path
+
+    repo = str(Path(__file__).resolve().parents[1])
+    if repo not in sys.path:
+        sys.path.insert(0, repo)
+    from benchmarks import breakdown
+
+    out = tmp_path / "bd.json"
+    tiny = ["--num-envs", "2", "--num-steps", "8", "--update-epochs", "1"]
+    tiny += ["--num-minibatches", "1", "--iterations", "1", "--repeats", "1", "--min-time", "0"]
+    cases = ["--cases", "ppo_scan,gym_sync", "--agent", "dqn"]
+    assert breakdown.main([*tiny, *cases, "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert {"git_commit", "versions", "device_kind"} <= set(record["provenance"])
+    results = {r["case"]: r for r in record["results"]}
+    assert results["dqn"]["status"] == "skipped" and not record["off_policy"]["measured"]
+    assert results["ppo_scan"]["status"] == "ok"
+    assert results["gym_sync"]["status"] in ("ok", "skipped")  # skipped without gymnasium
+    for r in results.values():
+        if r["status"] == "ok":
+            assert sum(r["categories_s"].values()) == pytest.approx(r["wall_s"], rel=1e-6)
+    if results["gym_sync"]["status"] == "ok":
+        # One policy dispatch per step plus the learning step, against one for the whole update.
+        assert results["gym_sync"]["dispatches_per_iteration"] == pytest.approx(9)
+        assert results["ppo_scan"]["dispatches_per_iteration"] == pytest.approx(1)
+        assert results["gym_sync"]["category_shares"]["simulation"] > 0
+    assert out.with_suffix(".png").exists()
+    assert not out.with_name(out.stem + ".partial.jsonl").exists()
