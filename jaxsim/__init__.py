@@ -9,6 +9,7 @@ from jaxsim.policies import (
     OpenLoopPolicy,
     RandomPolicy,
     init_mlp_policy,
+    orthogonal_init,
     random_policy,
 )
 from jaxsim.profile import profile as profile
@@ -32,6 +33,7 @@ __all__ = [
     "init_mlp_policy",
     "initial_state",
     "make",
+    "orthogonal_init",
     "random_policy",
     "registered_ids",
     "rng",

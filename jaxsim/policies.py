@@ -191,6 +191,34 @@ class MLPPolicy:
         return log_prob, entropy, value
 
 
+def orthogonal_init(gain: float = 1.0):
+    """Orthogonal kernel init (the distribution of flax's `orthogonal`) without LAPACK.
+
+    flax's version calls LAPACK's geqrf, which on CPU is OpenBLAS; XLA runs the per-seed QRs of
+    a vmapped init on several threads at once, and concurrent OpenBLAS calls have been seen to
+    hang forever there. Gram-Schmidt, done twice for float32 accuracy, gives the same Q (the QR
+    factor with a positive diagonal of R) with matmuls only.
+    """
+
+    def init(key, shape, dtype=jnp.float32):
+        rows, cols = shape
+        a = jax.random.normal(key, (max(rows, cols), min(rows, cols)), jnp.float32)
+        index = jnp.arange(a.shape[1])
+
+        def column(j, q):
+            earlier = (index < j).astype(q.dtype)
+            v = q[:, j]
+            v = v - q @ ((q.T @ v) * earlier)
+            v = v - q @ ((q.T @ v) * earlier)
+            return q.at[:, j].set(v / jnp.linalg.norm(v))
+
+        q = jax.lax.fori_loop(0, a.shape[1], column, a)
+        q = q if rows >= cols else q.T
+        return (gain * q).astype(dtype)
+
+    return init
+
+
 def init_mlp_policy(
     key: jax.Array,
     env: Env,
@@ -210,7 +238,7 @@ def init_mlp_policy(
         out = []
         for i, (k, n_in, n_out) in enumerate(zip(keys, sizes[:-1], sizes[1:], strict=True)):
             gain = head_gain if i == len(sizes) - 2 else np.sqrt(2.0)
-            w = jax.nn.initializers.orthogonal(gain)(k, (n_in, n_out), jnp.float32)
+            w = orthogonal_init(gain)(k, (n_in, n_out), jnp.float32)
             out.append((w, jnp.zeros((n_out,), jnp.float32)))
         return tuple(out)
 

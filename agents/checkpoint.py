@@ -1,0 +1,139 @@
+"""Checkpoints without pickle: one msgpack file (arrays + JSON metadata), replaced atomically.
+
+The file holds the whole `RunnerState` (parameters, optimiser state, normaliser state, the
+environments in progress and the PRNG key), the `PPOConfig`, the environment id and the update
+count, so a resumed run continues bit for bit. A `config.json` beside it is for people.
+
+    env, policy = agents.load_policy("runs/cartpole/checkpoint.msgpack")
+    traj = jaxsim.rollout(env, policy, 500, num_envs=8)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import serialization
+
+import jaxsim
+from agents.ppo import PPO, PPOConfig, RunnerState
+
+FORMAT = "jaxsim-agents-ppo/1"
+
+
+class Checkpoint(NamedTuple):
+    runner: RunnerState  # leaves have a leading seed axis if meta["num_seeds"] is not None
+    config: PPOConfig
+    env: jaxsim.Env
+    agent: PPO
+    meta: dict[str, Any]
+
+
+def _is_key(x) -> bool:
+    return hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
+def atomic_write(path: str, data: bytes) -> None:
+    """Writes `data` to a temporary file beside `path`, then renames it over `path`."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _overrides(env: jaxsim.Env) -> dict[str, Any]:
+    ours = dataclasses.asdict(env.default_params)
+    defaults = dataclasses.asdict(type(env)().default_params)
+    return {k: getattr(v, "item", lambda v=v: v)() for k, v in ours.items() if v != defaults[k]}
+
+
+def save_checkpoint(
+    path: str,
+    runner: RunnerState,
+    config: PPOConfig,
+    env: jaxsim.Env,
+    num_seeds: int | None,
+    extra: dict[str, Any] | None = None,
+) -> None:
+    """Saves `runner` (a single run, or `num_seeds` stacked ones) and its config to `path`.
+
+    The environment is recorded as its id and the params that differ from its defaults
+    (`jaxsim.make(id, **overrides)` rebuilds it); `extra` (JSON-serialisable) joins the metadata.
+    """
+    runner = jax.tree.map(lambda x: jax.random.key_data(x) if _is_key(x) else x, runner)
+    state = serialization.to_state_dict(jax.device_get(runner))
+    update = np.asarray(runner.update).reshape(-1)[0]
+    meta = {
+        "format": FORMAT,
+        "env_id": env.id,
+        "env_overrides": _overrides(env),
+        "num_seeds": num_seeds,
+        "update": int(update),
+        "steps": int(update) * config.batch_size,
+        "config": config.to_dict(),
+        "jax_version": jax.__version__,
+        **(extra or {}),
+    }
+    payload = {"meta": json.dumps(meta), "state": state}
+    atomic_write(path, serialization.msgpack_serialize(payload))
+    sidecar = os.path.join(os.path.dirname(os.path.abspath(path)), "config.json")
+    atomic_write(sidecar, (json.dumps(meta, indent=2) + "\n").encode())
+
+
+def load_checkpoint(path: str, env: jaxsim.Env | None = None) -> Checkpoint:
+    """Restores a checkpoint. `env` is needed only for environments outside jaxsim.make."""
+    with open(path, "rb") as f:
+        payload = serialization.msgpack_restore(f.read())
+    meta = json.loads(payload["meta"])
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a {FORMAT} checkpoint (format {meta.get('format')!r})")
+    config = PPOConfig.from_dict(meta["config"])
+    if env is None:
+        env = jaxsim.make(meta["env_id"], **meta["env_overrides"])
+    elif env.id != meta["env_id"]:
+        raise ValueError(f"{path}: saved for {meta['env_id']}, but env is {env.id}")
+    agent = PPO(config, env)
+    num_seeds = meta["num_seeds"]
+    if num_seeds is None:
+        template = jax.eval_shape(agent.init, jax.random.key(0))
+    else:
+        keys = jax.random.split(jax.random.key(0), num_seeds)
+        template = jax.eval_shape(jax.vmap(agent.init), keys)
+    restored = serialization.from_state_dict(template, payload["state"])
+
+    def check(t, x):
+        x = np.asarray(x)
+        shape = (*t.shape, *jax.random.key_data(jax.random.key(0)).shape) if _is_key(t) else t.shape
+        if x.shape != shape:
+            raise ValueError(f"{path}: array of shape {x.shape} where the config needs {shape}")
+        return jax.random.wrap_key_data(jnp.asarray(x)) if _is_key(t) else jnp.asarray(x, t.dtype)
+
+    runner = jax.tree.map(check, template, restored)
+    return Checkpoint(runner, config, env, agent, meta)
+
+
+def load_policy(
+    path: str, seed: int = 0, deterministic: bool = True, env: jaxsim.Env | None = None
+) -> tuple[jaxsim.Env, jaxsim.MLPPolicy]:
+    """(env, policy) from a checkpoint, ready for `jaxsim.rollout(env, policy, n)`.
+
+    Args:
+      path: a file written by `save_checkpoint`.
+      seed: which seed's policy, for a multi-seed checkpoint.
+      deterministic: argmax / mean actions (as in evaluation) instead of samples.
+      env: needed only for environments outside `jaxsim.make`.
+    """
+    ckpt = load_checkpoint(path, env)
+    runner = ckpt.runner
+    if ckpt.meta["num_seeds"] is not None:
+        runner = jax.tree.map(lambda x: x[seed], runner)
+    return ckpt.env, ckpt.agent.policy(runner, deterministic)

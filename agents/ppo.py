@@ -1,0 +1,386 @@
+"""PPO as one jitted training loop on jaxsim: `make_train(config, env) -> train(key)`.
+
+A run is a `lax.scan` of updates; an update is a rollout (`jaxsim.rollout`), GAE, and epochs of
+minibatch steps. Everything a run needs to continue, the PRNG key included, lives in
+`RunnerState`, so `run(run(s, k), n - k)` equals `run(s, n)` bit for bit and a checkpoint at any
+update boundary resumes exactly. Seeds train at once as `jit(vmap(train))`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+import jaxsim
+from agents import callbacks, losses
+from agents.networks import make_network, to_policy
+from agents.normalizers import observation_normalizer, reward_scaler
+from agents.structs import Batch, LossInfo, Metrics, RunnerState, TrainState
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig:
+    """Every knob of a PPO run. Defaults are purejaxrl's CartPole settings."""
+
+    total_steps: int = 500_000
+    """Environment steps per seed over the run; rounded down to whole updates."""
+    num_envs: int = 4
+    """Environments stepped in parallel per seed."""
+    num_steps: int = 128
+    """Steps per environment in each rollout (the horizon between updates)."""
+    update_epochs: int = 4
+    """Passes over each rollout's batch."""
+    num_minibatches: int = 4
+    """Minibatches per epoch; must divide num_envs * num_steps."""
+    learning_rate: float = 2.5e-4
+    """Adam step size (the initial one when annealed)."""
+    anneal_lr: bool = True
+    """Decay the learning rate linearly to 0 over the run."""
+    gamma: float = 0.99
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE's lambda."""
+    clip_eps: float = 0.2
+    """Clipping range of the probability ratio (and of the value change if clip_value)."""
+    clip_value: bool = True
+    """Clip the value loss around the old values (PPO2)."""
+    ent_coef: float = 0.01
+    """Weight of the entropy bonus."""
+    vf_coef: float = 0.5
+    """Weight of the value loss."""
+    max_grad_norm: float = 0.5
+    """Global gradient-norm clipping threshold."""
+    adam_eps: float = 1e-5
+    """Adam's epsilon."""
+    normalize_advantages: bool = True
+    """Standardise advantages per minibatch."""
+    normalize_obs: bool = False
+    """Normalise observations by running mean and std (folded into the first layers)."""
+    scale_rewards: bool = False
+    """Divide rewards by the running std of the discounted return."""
+    hidden: tuple[int, ...] = (64, 64)
+    """Hidden layer widths of both actor and critic."""
+    init_log_std: float = 0.0
+    """Initial log std of the Gaussian policy (Box action spaces only)."""
+    eval_envs: int = 32
+    """Environments (one episode each) in the deterministic evaluation."""
+    log_every: int = 50
+    """Updates between progress callbacks (and at the end of each run call)."""
+    rollout_backend: str = "auto"
+    """`jaxsim.rollout` backend: "auto" picks the fused kernel where it exists, else "scan"."""
+
+    def __post_init__(self):
+        _validate(self)
+
+    @property
+    def batch_size(self) -> int:
+        """Transitions per update: num_envs * num_steps."""
+        return self.num_envs * self.num_steps
+
+    @property
+    def minibatch_size(self) -> int:
+        return self.batch_size // self.num_minibatches
+
+    @property
+    def num_updates(self) -> int:
+        return self.total_steps // self.batch_size
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["hidden"] = list(self.hidden)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PPOConfig:
+        unknown = sorted(set(d) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise ValueError(f"PPOConfig: unknown field(s) {unknown}")
+        d = dict(d)
+        if "hidden" in d:
+            d["hidden"] = tuple(d["hidden"])
+        return cls(**d)
+
+
+def _validate(c: PPOConfig) -> None:
+    def fail(msg):
+        raise ValueError(f"PPOConfig: {msg}")
+
+    sizes = ("total_steps", "num_envs", "num_steps", "update_epochs", "num_minibatches")
+    for name in (*sizes, "eval_envs", "log_every"):
+        value = getattr(c, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            fail(f"{name} must be a positive integer, got {value!r}")
+    if c.batch_size % c.num_minibatches:
+        fail(
+            f"num_minibatches={c.num_minibatches} does not divide the batch of "
+            f"num_envs * num_steps = {c.batch_size}"
+        )
+    if c.total_steps < c.batch_size:
+        fail(f"total_steps={c.total_steps} is less than one batch ({c.batch_size} steps)")
+    if not (c.learning_rate > 0 and math.isfinite(c.learning_rate)):
+        fail(f"learning_rate must be > 0, got {c.learning_rate!r}")
+    if not 0 < c.gamma <= 1:
+        fail(f"gamma must be in (0, 1], got {c.gamma!r}")
+    if not 0 <= c.gae_lambda <= 1:
+        fail(f"gae_lambda must be in [0, 1], got {c.gae_lambda!r}")
+    for name in ("clip_eps", "max_grad_norm", "adam_eps"):
+        if not getattr(c, name) > 0:
+            fail(f"{name} must be > 0, got {getattr(c, name)!r}")
+    for name in ("ent_coef", "vf_coef"):
+        if not getattr(c, name) >= 0:
+            fail(f"{name} must be >= 0, got {getattr(c, name)!r}")
+    if (
+        not isinstance(c.hidden, tuple)
+        or not c.hidden
+        or not all(isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in c.hidden)
+    ):
+        fail(f"hidden must be a non-empty tuple of positive integers, got {c.hidden!r}")
+    if not isinstance(c.rollout_backend, str):
+        fail(f"rollout_backend must be a string, got {c.rollout_backend!r}")
+
+
+class PPO:
+    """PPO on one jaxsim environment: `init(key)`, `update(runner)`, `run(runner, n)`, `evaluate`.
+
+    Every method is a pure function of its arguments (jit and vmap them freely). `progress`, if
+    given, is called on the host with a `Metrics` of numpy scalars every `config.log_every`
+    updates of `run` and at its end, once per seed under vmap (from a single device-to-host
+    call carrying every seed's metrics).
+    """
+
+    def __init__(
+        self,
+        config: PPOConfig,
+        env: jaxsim.Env,
+        env_params=None,
+        progress: Callable[[Metrics], None] | None = None,
+    ):
+        if not isinstance(config, PPOConfig):
+            raise TypeError(f"PPO: config must be a PPOConfig, got {type(config).__name__}")
+        if not isinstance(env, jaxsim.Env):
+            raise TypeError(f"PPO: env must be a jaxsim.Env (see jaxsim.make), got {env!r}")
+        self.config = config
+        self.env = env
+        self.env_params = env.default_params if env_params is None else env_params
+        self.network = make_network(env, self.env_params, config.hidden, config.init_log_std)
+        self.obs_shape = env.observation_space(self.env_params).shape
+        self.obs_norm = observation_normalizer(self.obs_shape)
+        self.reward_scaler = reward_scaler(config.num_envs, config.gamma)
+        self.progress = progress
+        steps_per_update = config.update_epochs * config.num_minibatches
+        lr = config.learning_rate
+        if config.anneal_lr:
+            lr = optax.linear_schedule(lr, 0.0, config.num_updates * steps_per_update)
+        self.optimizer = optax.chain(
+            optax.clip_by_global_norm(config.max_grad_norm),
+            optax.adam(lr, eps=config.adam_eps),
+        )
+        self._jitted: dict[tuple[int, bool], Callable] = {}
+        # Trace (never compile) a one-step rollout, so an unknown backend fails here.
+        jax.eval_shape(
+            lambda key: jaxsim.rollout(
+                env, "random", 1, key=key, params=self.env_params, backend=config.rollout_backend
+            ),
+            jax.random.key(0),
+        )
+
+    # ------------------------------------------------------------------------------------ state
+    def init(self, key: jax.Array) -> RunnerState:
+        k_net, k_env, k_run = jax.random.split(key, 3)
+        params = self.network.init(k_net, jnp.zeros((1, *self.obs_shape), jnp.float32))
+        env_state = jaxsim.initial_state(self.env, k_env, self.config.num_envs, self.env_params)
+        return RunnerState(
+            params=params,
+            opt_state=self.optimizer.init(params),
+            obs_stats=self.obs_norm.init(),
+            reward_state=self.reward_scaler.init(),
+            env_state=env_state,
+            key=k_run,
+            update=jnp.int32(0),
+            last_return=jnp.float32(jnp.nan),
+        )
+
+    def policy(self, runner: RunnerState, deterministic: bool = False) -> jaxsim.MLPPolicy:
+        """The runner's policy as a `jaxsim.MLPPolicy` over raw observations."""
+        obs_stats = runner.obs_stats if self.config.normalize_obs else None
+        return to_policy(runner.params, obs_stats, deterministic)
+
+    # ----------------------------------------------------------------------------------- update
+    def update(self, runner: RunnerState) -> tuple[RunnerState, Metrics]:
+        """One PPO update: a rollout of num_envs x num_steps, GAE, epochs of minibatch steps."""
+        c = self.config
+        key, k_rollout, k_epochs = jax.random.split(runner.key, 3)
+        policy = self.policy(runner)
+        with jax.named_scope("rollout"):
+            traj = jaxsim.rollout(
+                self.env,
+                policy,
+                c.num_steps,
+                num_envs=c.num_envs,
+                key=k_rollout,
+                params=self.env_params,
+                state=runner.env_state,
+                backend=c.rollout_backend,
+            )
+        with jax.named_scope("gae"):
+            # Only the critic's output is used: XLA drops the actor's half of evaluate.
+            _, _, next_value = policy.evaluate(traj.next_obs, traj.action)
+            reward_state, reward = runner.reward_state, traj.reward
+            if c.scale_rewards:
+                reward_state, reward = self.reward_scaler.update(reward_state, reward, traj.done)
+            advantage, target = losses.gae(
+                reward,
+                traj.extras["value"],
+                next_value,
+                traj.terminated,
+                traj.truncated,
+                c.gamma,
+                c.gae_lambda,
+            )
+        batch = Batch(
+            obs=traj.obs,
+            action=traj.action,
+            log_prob=traj.extras["log_prob"],
+            value=traj.extras["value"],
+            advantage=advantage,
+            target=target,
+        )
+        batch = jax.tree.map(lambda x: x.reshape((c.batch_size, *x.shape[2:])), batch)
+        obs_stats = runner.obs_stats if c.normalize_obs else None
+        epoch = functools.partial(self._epoch, obs_stats, batch)
+        train, info = jax.lax.scan(
+            epoch,
+            TrainState(runner.params, runner.opt_state),
+            jax.random.split(k_epochs, c.update_epochs),
+        )
+        new_obs_stats = runner.obs_stats
+        if c.normalize_obs:
+            new_obs_stats = self.obs_norm.update(runner.obs_stats, traj.obs)
+        episodes = traj.episode_stats()
+        last_return = jnp.where(episodes.count > 0, episodes.mean_return, runner.last_return)
+        runner = RunnerState(
+            params=train.params,
+            opt_state=train.opt_state,
+            obs_stats=new_obs_stats,
+            reward_state=reward_state,
+            env_state=traj.final_state,
+            key=key,
+            update=runner.update + 1,
+            last_return=last_return,
+        )
+        metrics = Metrics(
+            update=runner.update,
+            steps=runner.update * c.batch_size,
+            mean_return=last_return,
+            episodes=episodes.count,
+            loss=jax.tree.map(jnp.mean, info),
+        )
+        return runner, metrics
+
+    def _epoch(self, obs_stats, batch: Batch, train: TrainState, key: jax.Array):
+        c = self.config
+        with jax.named_scope("shuffle"):
+            perm = jax.random.permutation(key, c.batch_size)
+            minibatches = jax.tree.map(
+                lambda x: x[perm].reshape((c.num_minibatches, c.minibatch_size, *x.shape[1:])),
+                batch,
+            )
+        return jax.lax.scan(functools.partial(self._minibatch, obs_stats), train, minibatches)
+
+    def _minibatch(self, obs_stats, train: TrainState, mb: Batch):
+        with jax.named_scope("loss"):
+            loss_fn = functools.partial(self._loss, obs_stats=obs_stats, mb=mb)
+            loss, vjp_fn, info = jax.vjp(loss_fn, train.params, has_aux=True)
+        with jax.named_scope("backward"):
+            (grads,) = vjp_fn(jnp.ones_like(loss))
+        with jax.named_scope("optimizer"):
+            updates, opt_state = self.optimizer.update(grads, train.opt_state, train.params)
+            params = optax.apply_updates(train.params, updates)
+        return TrainState(params, opt_state), info
+
+    def _loss(self, params, obs_stats, mb: Batch):
+        c = self.config
+        log_prob, entropy, value = to_policy(params, obs_stats).evaluate(mb.obs, mb.action)
+        advantage = mb.advantage
+        if c.normalize_advantages:
+            advantage = losses.normalize_advantage(advantage)
+        policy_loss, approx_kl, clip_fraction = losses.clipped_policy_loss(
+            log_prob, mb.log_prob, advantage, c.clip_eps
+        )
+        v_loss = losses.value_loss(value, mb.value, mb.target, c.clip_eps if c.clip_value else None)
+        entropy = losses.entropy_bonus(entropy)
+        total = policy_loss + c.vf_coef * v_loss - c.ent_coef * entropy
+        return total, LossInfo(total, policy_loss, v_loss, entropy, approx_kl, clip_fraction)
+
+    # -------------------------------------------------------------------------------------- run
+    def run(self, runner: RunnerState, num_updates: int) -> tuple[RunnerState, Metrics]:
+        """`num_updates` updates from `runner` -> (runner, Metrics with leading [num_updates])."""
+        every = self.config.log_every
+
+        def body(runner, i):
+            runner, metrics = self.update(runner)
+            if self.progress is not None:
+                # The predicate depends on the scan index only, never on a (vmapped) state
+                # leaf, so under vmap it stays a real branch and skipped updates cost nothing.
+                report = ((i + 1) % every == 0) | (i == num_updates - 1)
+                callbacks.report_when(report, self._report, metrics)
+            return runner, metrics
+
+        return jax.lax.scan(body, runner, jnp.arange(num_updates, dtype=jnp.int32))
+
+    def _report(self, metrics: Metrics) -> None:
+        # Counts travel as float32 (exact below 2**24); steps are rebuilt from the update.
+        update = int(metrics.update)
+        steps = np.int64(update) * self.config.batch_size
+        self.progress(metrics.replace(update=np.int32(update), steps=steps))
+
+    def jit_run(self, num_updates: int, vmapped: bool = True) -> Callable:
+        """`run` jitted for a fixed chunk size (over a leading seed axis if vmapped), cached."""
+        key = (int(num_updates), bool(vmapped))
+        if key not in self._jitted:
+            fn = functools.partial(self.run, num_updates=key[0])
+            self._jitted[key] = jax.jit(jax.vmap(fn) if vmapped else fn)
+        return self._jitted[key]
+
+    # ------------------------------------------------------------------------------- evaluation
+    def evaluate(self, runner: RunnerState, key: jax.Array) -> jax.Array:
+        """Returns of `config.eval_envs` episodes of the deterministic policy -> float32[eval_envs].
+
+        Every environment starts at step 0 and runs `max_episode_steps` steps, so each finishes
+        at least one episode; its first one counts.
+        """
+        c = self.config
+        n = int(self.env_params.max_episode_steps)
+        traj = jaxsim.rollout(
+            self.env,
+            self.policy(runner, deterministic=True),
+            n,
+            num_envs=c.eval_envs,
+            key=key,
+            params=self.env_params,
+            backend=c.rollout_backend,
+        )
+        first = jnp.argmax(traj.done, axis=0)
+        return traj.episode_return[first, jnp.arange(c.eval_envs)]
+
+
+def make_train(
+    config: PPOConfig,
+    env: jaxsim.Env,
+    progress: Callable[[Metrics], None] | None = None,
+) -> Callable[[jax.Array], tuple[RunnerState, Metrics]]:
+    """train(key) -> (final RunnerState, Metrics[num_updates]); jit it, or jit(vmap(train))."""
+    agent = PPO(config, env, progress=progress)
+
+    def train(key: jax.Array) -> tuple[RunnerState, Metrics]:
+        return agent.run(agent.init(key), config.num_updates)
+
+    return train

@@ -1,0 +1,178 @@
+"""Host side of training output: the progress line, metrics files (CSV, JSONL), learning curves."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import sys
+import threading
+import time
+from collections import defaultdict
+from typing import Any, TextIO
+
+import numpy as np
+
+from agents.checkpoint import atomic_write
+
+CSV_FIELDS = (
+    "update",
+    "step",
+    "total_steps",
+    "wall_time",
+    "sps",
+    "mean_return",
+    "std_return",
+    "episodes",
+    "policy_loss",
+    "value_loss",
+    "entropy",
+    "approx_kl",
+    "clip_fraction",
+)
+
+
+def _finite_or_none(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+class Progress:
+    """The throttled progress callback of `PPO(..., progress=...)`.
+
+    Under `vmap` the device calls it once per seed for each reported update; it gathers
+    `num_seeds` calls, then prints one line (steps, env-steps/s over all seeds, mean return +- std
+    over seeds) and keeps one metrics row. Wall time counts from construction, compile included.
+    """
+
+    def __init__(
+        self,
+        num_seeds: int,
+        num_updates: int,
+        label: str = "ppo",
+        stream: TextIO | None = sys.stdout,
+        rows: list[dict[str, Any]] | None = None,
+        wall_offset: float = 0.0,
+    ):
+        self.num_seeds = num_seeds
+        self.num_updates = num_updates
+        self.label = label
+        self.stream = stream
+        self.rows = list(rows or [])
+        self.wall_offset = wall_offset
+        self.t0 = time.perf_counter()
+        self._last_time = self.t0
+        self._last_steps = self.rows[-1]["total_steps"] if self.rows else 0
+        self._pending: dict[int, list] = defaultdict(list)
+        self._lock = threading.Lock()
+
+    def wall_time(self) -> float:
+        return self.wall_offset + time.perf_counter() - self.t0
+
+    def __call__(self, metrics) -> None:
+        with self._lock:
+            update = int(np.asarray(metrics.update))
+            self._pending[update].append(metrics)
+            if len(self._pending[update]) == self.num_seeds:
+                self._emit(update, self._pending.pop(update))
+
+    def _emit(self, update: int, per_seed: list) -> None:
+        now = time.perf_counter()
+        returns = np.array([float(m.mean_return) for m in per_seed])
+        steps = int(np.asarray(per_seed[0].steps))
+        total = steps * self.num_seeds
+        sps = (total - self._last_steps) / max(now - self._last_time, 1e-9)
+        self._last_time, self._last_steps = now, total
+
+        def mean_of(get):
+            return float(np.mean([float(get(m)) for m in per_seed]))
+
+        finite = returns[np.isfinite(returns)]
+        row = {
+            "update": update,
+            "step": steps,
+            "total_steps": total,
+            "wall_time": round(self.wall_offset + now - self.t0, 4),
+            "sps": round(sps, 1),
+            "mean_return": _finite_or_none(finite.mean()) if finite.size else None,
+            "std_return": _finite_or_none(finite.std()) if finite.size else None,
+            "episodes": int(sum(int(np.asarray(m.episodes)) for m in per_seed)),
+            "policy_loss": mean_of(lambda m: m.loss.policy),
+            "value_loss": mean_of(lambda m: m.loss.value),
+            "entropy": mean_of(lambda m: m.loss.entropy),
+            "approx_kl": mean_of(lambda m: m.loss.approx_kl),
+            "clip_fraction": mean_of(lambda m: m.loss.clip_fraction),
+            "returns": [_finite_or_none(r) for r in returns],
+        }
+        self.rows.append(row)
+        if self.stream is not None:
+            ret = "n/a" if row["mean_return"] is None else f"{row['mean_return']:.1f}"
+            if row["std_return"] is not None:
+                ret += f" ± {row['std_return']:.1f}"
+            print(
+                f"[{self.label}] update {update}/{self.num_updates}  steps {steps:,}  "
+                f"SPS {sps:,.0f}  return {ret}  ({row['wall_time']:.1f} s)",
+                file=self.stream,
+                flush=True,
+            )
+
+
+def write_metrics(out_dir: str, rows: list[dict[str, Any]]) -> tuple[str, str]:
+    """Rewrites metrics.jsonl and metrics.csv in `out_dir` atomically; returns their paths."""
+    jsonl = os.path.join(out_dir, "metrics.jsonl")
+    atomic_write(jsonl, "".join(json.dumps(r) + "\n" for r in rows).encode())
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({k: "" if r.get(k) is None else r[k] for k in CSV_FIELDS})
+    path_csv = os.path.join(out_dir, "metrics.csv")
+    atomic_write(path_csv, buf.getvalue().encode())
+    return jsonl, path_csv
+
+
+def read_metrics(out_dir: str) -> list[dict[str, Any]]:
+    path = os.path.join(out_dir, "metrics.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def plot_curve(
+    rows: list[dict[str, Any]],
+    path: str,
+    title: str,
+    target: float | None = None,
+    ylabel: str = "episode return (training)",
+) -> str | None:
+    """PNG of mean return +- std over seeds against env steps per seed; None without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("plot skipped: matplotlib is not installed", file=sys.stderr)
+        return None
+    rows = [r for r in rows if r["mean_return"] is not None]
+    step = np.array([r["step"] for r in rows], dtype=float)
+    mean = np.array([r["mean_return"] for r in rows], dtype=float)
+    std = np.array([r["std_return"] or 0.0 for r in rows], dtype=float)
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
+    ax.plot(step, mean, color="C0", label="mean over seeds")
+    ax.fill_between(step, mean - std, mean + std, color="C0", alpha=0.25, label="± std")
+    if target is not None:
+        ax.axhline(target, color="grey", linestyle="--", linewidth=1, label=f"target {target:g}")
+    ax.set_xlabel("environment steps per seed")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(loc="lower right")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    atomic_write(path, buf.getvalue())
+    return path

@@ -1,0 +1,66 @@
+"""The named carries of PPO: the runner state, a batch of transitions, losses and metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+from flax import struct
+
+import jaxsim
+from agents.normalizers import RewardScaleState, RunningStats
+
+
+@struct.dataclass
+class RunnerState:
+    """Everything a run carries between updates. Under vmap every leaf gains a seed axis."""
+
+    params: Any  # ActorCritic variables
+    opt_state: Any
+    obs_stats: RunningStats
+    reward_state: RewardScaleState
+    env_state: jaxsim.RolloutState
+    key: jax.Array
+    update: jax.Array  # int32: updates done
+    last_return: jax.Array  # float32: mean return of the latest finished episodes (NaN: none yet)
+
+
+@struct.dataclass
+class TrainState:
+    """The part of RunnerState that minibatch steps change."""
+
+    params: Any
+    opt_state: Any
+
+
+@struct.dataclass
+class Batch:
+    """One update's transitions, flattened to [N, ...] (N = num_envs * num_steps)."""
+
+    obs: jax.Array
+    action: jax.Array
+    log_prob: jax.Array
+    value: jax.Array
+    advantage: jax.Array
+    target: jax.Array
+
+
+@struct.dataclass
+class LossInfo:
+    total: jax.Array
+    policy: jax.Array
+    value: jax.Array
+    entropy: jax.Array
+    approx_kl: jax.Array
+    clip_fraction: jax.Array
+
+
+@struct.dataclass
+class Metrics:
+    """Per-update diagnostics (scalars; [num_updates] out of `run`, plus a seed axis under vmap)."""
+
+    update: jax.Array
+    steps: jax.Array  # env steps so far, per seed
+    mean_return: jax.Array  # of the latest finished episodes (NaN until one finishes)
+    episodes: jax.Array  # episodes finished in this update's rollout
+    loss: LossInfo  # means over the update's minibatch steps

@@ -1,0 +1,213 @@
+"""Command line: `python -m agents.train ppo --env CartPole-v1 --seeds 4 --out runs/cartpole`.
+
+Every `PPOConfig` field is a flag (`--total-steps`, `--num-envs`, `--no-anneal-lr`, `--hidden
+64,64`, ...; see `--help`), on top of the environment's preset (`agents/presets.py`). Seeds train
+at once as `jit(vmap(run))`, in chunks of `--checkpoint-every` updates with a checkpoint after
+each; `--resume` continues from the last one and ends with exactly the parameters an
+uninterrupted run reaches. Writes to `--out`: checkpoint.msgpack, config.json, metrics.csv,
+metrics.jsonl, curve.png and eval.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import inspect
+import itertools
+import json
+import os
+import sys
+
+import jax
+import numpy as np
+
+import jaxsim
+from agents import report
+from agents.checkpoint import atomic_write, load_checkpoint, save_checkpoint
+from agents.ppo import PPO, PPOConfig
+from agents.presets import config_for
+from jaxsim.profile import check_output_dir
+
+ALGORITHMS = ("ppo",)
+
+
+def _field_docs(cls) -> dict[str, str]:
+    """The attribute docstrings of a dataclass (the string literal after each field)."""
+    body = ast.parse(inspect.getsource(cls)).body[0].body
+    docs = {}
+    for stmt, nxt in itertools.pairwise(body):
+        if (
+            isinstance(stmt, ast.AnnAssign)
+            and isinstance(nxt, ast.Expr)
+            and isinstance(nxt.value, ast.Constant)
+            and isinstance(nxt.value.value, str)
+        ):
+            docs[stmt.target.id] = nxt.value.value
+    return docs
+
+
+def _int_tuple(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected integers separated by commas, got {text!r}"
+        ) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m agents.train",
+        description="Train an agent on a jaxsim environment, many seeds in one jit.",
+    )
+    parser.add_argument("algorithm", choices=ALGORITHMS)
+    parser.add_argument("--env", default="CartPole-v1", help="a jaxsim environment id")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds trained at once (vmap)")
+    parser.add_argument("--seed", type=int, default=0, help="base PRNG seed")
+    parser.add_argument("--out", default=None, help="output folder (default runs/<env>)")
+    parser.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=0,
+        help="updates between checkpoints (0: only at the end)",
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="continue from <out>/checkpoint.msgpack"
+    )
+    parser.add_argument("--no-plot", action="store_true", help="skip curve.png")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        default=None,
+        help="after training, profile one update with jaxsim.profile: a per-phase table and "
+        "DIR/ppo_<env>.{json,png,trace.json.gz} (open the trace in ui.perfetto.dev)",
+    )
+    group = parser.add_argument_group("PPOConfig (defaults: the environment's preset)")
+    docs = _field_docs(PPOConfig)
+    for field in dataclasses.fields(PPOConfig):
+        flag = "--" + field.name.replace("_", "-")
+        help_text = f"{docs.get(field.name, '')} (PPOConfig default: {field.default!r})"
+        if field.type in ("bool", bool):
+            group.add_argument(
+                flag, action=argparse.BooleanOptionalAction, default=None, help=help_text
+            )
+        elif field.name == "hidden":
+            group.add_argument(flag, type=_int_tuple, default=None, help=help_text)
+        else:
+            kind = {"int": int, "float": float, "str": str}[str(field.type)]
+            group.add_argument(flag, type=kind, default=None, help=help_text)
+    return parser
+
+
+def _overrides(args: argparse.Namespace) -> dict:
+    names = (f.name for f in dataclasses.fields(PPOConfig))
+    return {n: getattr(args, n) for n in names if getattr(args, n) is not None}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    """Runs the command; returns a summary (paths and final evaluation) for tests and scripts."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    # Everything that can be wrong with the input fails here, before anything compiles.
+    if args.seeds < 1:
+        parser.error(f"--seeds must be >= 1, got {args.seeds}")
+    if args.checkpoint_every < 0:
+        parser.error(f"--checkpoint-every must be >= 0, got {args.checkpoint_every}")
+    if args.profile is not None:
+        try:
+            check_output_dir(args.profile)
+        except OSError as e:
+            parser.error(f"--profile: {e}")
+    try:
+        env = jaxsim.make(args.env)
+        config = config_for(args.env, **_overrides(args))
+        out = args.out or os.path.join("runs", args.env)
+        ckpt_path = os.path.join(out, "checkpoint.msgpack")
+        ckpt = None
+        if args.resume:
+            if not os.path.exists(ckpt_path):
+                raise ValueError(f"--resume: no checkpoint at {ckpt_path}")
+            ckpt = load_checkpoint(ckpt_path)
+            if ckpt.config != config or ckpt.meta["num_seeds"] != args.seeds:
+                raise ValueError(
+                    f"--resume: {ckpt_path} was written with --seeds {ckpt.meta['num_seeds']} and "
+                    f"config {ckpt.config}; pass the same flags to resume it"
+                )
+        rows = report.read_metrics(out) if ckpt else []
+        rows = [r for r in rows if ckpt and r["update"] <= ckpt.meta["update"]]
+        progress = report.Progress(
+            args.seeds,
+            config.num_updates,
+            label=f"{args.algorithm} {args.env}",
+            stream=None if args.quiet else sys.stdout,
+            rows=rows,
+            wall_offset=ckpt.meta.get("wall_time", 0.0) if ckpt else 0.0,
+        )
+        agent = PPO(config, env, progress=progress)
+    except (ValueError, TypeError) as e:
+        parser.error(str(e))
+
+    key = jax.random.key(args.seed)
+    if ckpt is not None:
+        runner = ckpt.runner
+    else:
+        runner = jax.jit(jax.vmap(agent.init))(jax.random.split(key, args.seeds))
+    done = int(np.asarray(runner.update)[0])
+    chunk = args.checkpoint_every or config.num_updates
+    while done < config.num_updates:
+        n = min(chunk, config.num_updates - done)
+        runner, _ = agent.jit_run(n)(runner)
+        done += n
+        # Metrics first: rows past the checkpoint that a crash leaves behind are dropped on resume.
+        report.write_metrics(out, progress.rows)
+        extra = {"wall_time": progress.wall_time(), "command": _command(argv)}
+        save_checkpoint(ckpt_path, runner, config, env, args.seeds, extra)
+
+    eval_keys = jax.random.split(jax.random.fold_in(key, 1), args.seeds)
+    returns = np.asarray(jax.jit(jax.vmap(agent.evaluate))(runner, eval_keys))
+    per_seed = returns.mean(axis=1)
+    evaluation = {
+        "env": args.env,
+        "deterministic": True,
+        "episodes_per_seed": config.eval_envs,
+        "mean_return": float(per_seed.mean()),
+        "std_return_over_seeds": float(per_seed.std()),
+        "per_seed_mean_return": per_seed.tolist(),
+        "steps_per_seed": done * config.batch_size,
+        "wall_time": progress.wall_time(),
+    }
+    atomic_write(os.path.join(out, "eval.json"), (json.dumps(evaluation, indent=2) + "\n").encode())
+    curve = None
+    if not args.no_plot and progress.rows:
+        title = f"PPO on {args.env}, {args.seeds} seed(s)"
+        curve = report.plot_curve(progress.rows, os.path.join(out, "curve.png"), title)
+    print(
+        f"[{args.algorithm} {args.env}] evaluation (deterministic, {config.eval_envs} episodes "
+        f"per seed): {per_seed.mean():.1f} ± {per_seed.std():.1f} over {args.seeds} seed(s); "
+        f"outputs in {out}"
+    )
+    profile_report = None
+    if args.profile is not None:
+        # A copy of the agent without the progress callback: profiling adds no metrics rows.
+        run_one = PPO(config, env).jit_run(1)
+        profile_report = jaxsim.profile(
+            lambda: run_one(runner), out_dir=args.profile, name=f"ppo_{args.env}"
+        )
+        print(profile_report.format_table())
+    return {
+        "out": out,
+        "checkpoint": ckpt_path,
+        "curve": curve,
+        "eval": evaluation,
+        "profile": profile_report,
+    }
+
+
+def _command(argv: list[str] | None) -> str:
+    return " ".join(["python -m agents.train", *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+"""benchmarks/ppo.py runs end to end at tiny sizes and writes a strict, complete JSON record."""
+
+import json
+import sys
+from pathlib import Path
+
+# benchmarks/ is a top-level folder of the repository, not part of the installed package.
+_REPO = str(Path(__file__).resolve().parents[1])
+if _REPO not in sys.path:
+    sys.path.insert(0, _REPO)
+
+from benchmarks import ppo as bench  # noqa: E402
+
+
+def test_ppo_benchmark_quick(tmp_path):
+    out = tmp_path / "ppo.json"
+    argv = ["--quick", "--envs", "CartPole-v1", "--no-sb3", "--no-overhead", "--out", str(out)]
+    assert bench.main(argv) == 0
+    record = json.loads(out.read_text())
+    assert record["quick"] is True
+    assert {"git_commit", "command", "device_kind", "versions"} <= set(record["provenance"])
+    run = record["jaxsim"]["CartPole-v1"]
+    assert run["total_steps_per_seed"] == 4096 and run["curve"]
+    assert run["target"] == 475.0 and isinstance(run["reached"], bool)
+    assert record["sb3"] == {"skipped": "--no-sb3"}
+    assert record["gpu_training_sps"]["status"] in ("unmeasured", "measured")
+    assert (tmp_path / "ppo_CartPole-v1.png").exists()
+    assert not list(tmp_path.glob("*.partial.jsonl"))

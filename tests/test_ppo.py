@@ -1,0 +1,462 @@
+"""PPO (agents/): losses against hand and loop references, learning, resume, vmap, the command."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import struct
+
+import jaxsim
+from agents import callbacks, checkpoint, losses, normalizers, report, train
+from agents.networks import make_network, to_policy
+from agents.ppo import PPO, PPOConfig, make_train
+
+
+# ----------------------------------------------------------------------------- a trivial task
+@struct.dataclass
+class BanditParams:
+    max_episode_steps: int = 10
+
+
+@struct.dataclass
+class BanditState:
+    context: jax.Array
+    time: jax.Array
+
+
+class ContextBandit(jaxsim.Env):
+    """One step: observe a context of -1 or +1, get reward 1 for action (context > 0), else 0."""
+
+    id = "ContextBandit-v0"
+    params_type = BanditParams
+    state_type = BanditState
+    num_reset_uniforms = 1
+
+    def init_state(self, u, params):
+        context = jnp.where(u[0] < 0.5, -1.0, 1.0).astype(jnp.float32)
+        return BanditState(context, jnp.zeros(jnp.shape(u[0]), jnp.int32))
+
+    def dynamics(self, s, action, p):
+        right = (action == 1) == (s.context > 0)
+        return s, jnp.where(right, 1.0, 0.0), jnp.ones_like(right)
+
+    def obs_fields(self, s, p):
+        return (s.context,)
+
+    def observation_space(self, p):
+        return jaxsim.Box(-1.0, 1.0, (1,))
+
+    def action_space(self, p):
+        return jaxsim.Discrete(2)
+
+
+BANDIT = ContextBandit()
+BANDIT_CONFIG = PPOConfig(
+    total_steps=8 * 8 * 24,
+    num_envs=8,
+    num_steps=8,
+    update_epochs=4,
+    num_minibatches=2,
+    learning_rate=1e-2,
+    eval_envs=16,
+    log_every=5,
+    hidden=(16,),
+)
+# Pendulum exercises the Gaussian head, observation normalisation and reward scaling.
+PENDULUM_CONFIG = PPOConfig(
+    total_steps=2 * 16 * 4,
+    num_envs=2,
+    num_steps=16,
+    update_epochs=2,
+    num_minibatches=2,
+    normalize_obs=True,
+    scale_rewards=True,
+    hidden=(8,),
+)
+
+
+def _assert_trees_equal(a, b, exact=True):
+    def unkey(x):
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            x = jax.random.key_data(x)
+        return np.asarray(x)
+
+    a, b = jax.tree.map(unkey, a), jax.tree.map(unkey, b)
+    assert jax.tree.structure(a) == jax.tree.structure(b)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        if exact:
+            np.testing.assert_array_equal(x, y)
+        else:
+            np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------------------------------------------- losses
+def _gae_loop(reward, value, next_value, terminated, truncated, gamma, lam):
+    T, B = reward.shape
+    adv = np.zeros((T, B))
+    for b in range(B):
+        running = 0.0
+        for t in reversed(range(T)):
+            if terminated[t, b]:
+                bootstrap = 0.0
+            else:  # truncated or still running: the true next observation's value
+                bootstrap = next_value[t, b]
+            if terminated[t, b] or truncated[t, b]:
+                running = 0.0  # the next step belongs to another episode
+            delta = reward[t, b] + gamma * bootstrap - value[t, b]
+            running = delta + gamma * lam * running
+            adv[t, b] = running
+    return adv
+
+
+def test_gae_matches_python_loop_with_terminations_and_truncations():
+    rng = np.random.default_rng(0)
+    T, B = 13, 5
+    reward = rng.normal(size=(T, B)).astype(np.float32)
+    value = rng.normal(size=(T, B)).astype(np.float32)
+    next_value = rng.normal(size=(T, B)).astype(np.float32)
+    terminated = rng.random((T, B)) < 0.15
+    truncated = rng.random((T, B)) < 0.15
+    terminated[4, 0] = truncated[4, 0] = True  # both at once: no bootstrap
+    truncated[T - 1, 1], terminated[T - 1, 1] = True, False
+    assert (terminated & ~truncated).any() and (truncated & ~terminated).any()
+    adv, target = losses.gae(
+        jnp.asarray(reward),
+        jnp.asarray(value),
+        jnp.asarray(next_value),
+        jnp.asarray(terminated),
+        jnp.asarray(truncated),
+        0.97,
+        0.9,
+    )
+    expected = _gae_loop(reward, value, next_value, terminated, truncated, 0.97, 0.9)
+    np.testing.assert_allclose(adv, expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(target, expected + value, rtol=1e-5, atol=1e-5)
+    # Where an episode ends, the advantage sees next_value on truncation and ignores it on
+    # termination: bump next_value everywhere and compare.
+    gamma = 0.97
+    bumped, _ = losses.gae(
+        jnp.asarray(reward),
+        jnp.asarray(value),
+        jnp.asarray(next_value + 1.0),
+        jnp.asarray(terminated),
+        jnp.asarray(truncated),
+        gamma,
+        0.9,
+    )
+    change = np.asarray(bumped) - np.asarray(adv)
+    np.testing.assert_allclose(change[terminated], 0.0, atol=1e-5)
+    np.testing.assert_allclose(change[truncated & ~terminated], gamma, rtol=1e-4)
+
+
+def test_clipped_policy_loss_hand_computed():
+    ratio = np.array([1.5, 0.5, 1.0, 1.1], np.float32)
+    advantage = jnp.array([1.0, -1.0, 2.0, -2.0])
+    old = jnp.array([-1.0, -0.3, -2.0, -0.7])
+    new = old + jnp.log(ratio)
+    loss, approx_kl, clip_fraction = losses.clipped_policy_loss(new, old, advantage, 0.2)
+    # min(r A, clip(r) A): 1.2, -0.8, 2.0, -2.2 -> mean 0.05, loss -0.05
+    np.testing.assert_allclose(loss, -0.05, atol=1e-6)
+    np.testing.assert_allclose(clip_fraction, 0.5)
+    expected_kl = np.mean((ratio - 1) - np.log(ratio))
+    np.testing.assert_allclose(approx_kl, expected_kl, rtol=1e-5)
+
+
+def test_value_loss_hand_computed():
+    value, old, target = jnp.array([1.0, 0.0]), jnp.array([0.0, 0.0]), jnp.array([2.0, 1.0])
+    np.testing.assert_allclose(losses.value_loss(value, old, target, None), 0.5 * (1 + 1) / 2)
+    # Clipped: value 1 moves to 0.2, error (0.2-2)^2 = 3.24 > 1; second 1 either way.
+    np.testing.assert_allclose(losses.value_loss(value, old, target, 0.2), 0.5 * (3.24 + 1) / 2)
+
+
+def test_running_stats_match_numpy():
+    rng = np.random.default_rng(1)
+    chunks = [rng.normal(3.0, 2.0, size=(n, 3)).astype(np.float32) for n in (5, 17, 40)]
+    norm = normalizers.observation_normalizer((3,))
+    stats = norm.init()
+    for c in chunks:
+        stats = norm.update(stats, jnp.asarray(c))
+    data = np.concatenate(chunks)
+    np.testing.assert_allclose(stats.mean, data.mean(0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(stats.var, data.var(0), rtol=1e-3)
+
+
+def test_reward_scaler_divides_by_return_std():
+    scaler = normalizers.reward_scaler(num_envs=2, gamma=0.9)
+    reward = jnp.ones((6, 2))
+    done = jnp.zeros((6, 2), bool).at[2, 0].set(True)
+    state, scaled = scaler.update(scaler.init(), reward, done)
+    np.testing.assert_allclose(scaled * normalizers.standard_deviation(state.stats), reward)
+    # Env 0's running return restarted after step 2: three steps since, 1 + 0.9 + 0.81.
+    np.testing.assert_allclose(state.returns, [2.71, (1 - 0.9**6) / 0.1], rtol=1e-5)
+
+
+# ------------------------------------------------------------------------------------ network
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
+def test_flax_forward_equals_mlp_policy(env_id):
+    env = jaxsim.make(env_id)
+    net = make_network(env, hidden=(8, 8), init_log_std=-0.5)
+    obs = jax.random.normal(jax.random.key(1), (6, env.observation_space(env.default_params).size))
+    variables = net.init(jax.random.key(0), obs)
+    # Give the zero-initialised biases values so the test sees them.
+    variables = jax.tree.map(lambda x: x + 0.1 * jnp.arange(x.size).reshape(x.shape), variables)
+    out, value = net.apply(variables, obs)
+    action, extras = to_policy(variables, deterministic=True)(jax.random.key(2), obs)
+    np.testing.assert_allclose(extras["value"], value, rtol=1e-5, atol=1e-5)
+    log_prob, _, value2 = to_policy(variables).evaluate(obs, action)
+    np.testing.assert_allclose(value2, value, rtol=1e-5, atol=1e-5)
+    if net.discrete:
+        np.testing.assert_array_equal(action, jnp.argmax(out, -1))
+        expected = jnp.take_along_axis(jax.nn.log_softmax(out), action[:, None], -1)[:, 0]
+    else:
+        np.testing.assert_allclose(action, out, rtol=1e-6)
+        log_std = variables["params"]["log_std"]
+        expected = jax.scipy.stats.norm.logpdf(action, out, jnp.exp(log_std)).sum(-1)
+    np.testing.assert_allclose(log_prob, expected, rtol=1e-5, atol=1e-5)
+    # Observation normalisation folded into the first layers equals normalising the input.
+    stats = normalizers.RunningStats(
+        mean=jnp.linspace(-1, 1, obs.shape[1]), var=jnp.linspace(0.5, 2, obs.shape[1]), count=10.0
+    )
+    _, folded = to_policy(variables, stats, deterministic=True)(jax.random.key(2), obs)
+    _, value_n = net.apply(variables, normalizers.normalize(stats, obs))
+    np.testing.assert_allclose(folded["value"], value_n, rtol=1e-4, atol=1e-4)
+
+
+def test_orthogonal_init_matches_flax_without_lapack():
+    import flax.linen as nn
+
+    orthogonal = jaxsim.orthogonal_init
+
+    for shape in [(4, 64), (64, 64), (64, 2), (1, 16)]:
+        ours = orthogonal(1.3)(jax.random.key(5), shape)
+        theirs = nn.initializers.orthogonal(1.3)(jax.random.key(5), shape)
+        np.testing.assert_allclose(ours, theirs, atol=2e-5)
+    # A vmapped init must not reach LAPACK (concurrent OpenBLAS QRs can hang on CPU).
+    agent = PPO(BANDIT_CONFIG, BANDIT)
+    text = jax.jit(jax.vmap(agent.init)).lower(jax.random.split(jax.random.key(0), 2)).as_text()
+    assert "lapack" not in text.lower()
+
+
+# ---------------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("num_envs", 0, "num_envs must be a positive integer"),
+        ("num_steps", -3, "num_steps must be a positive integer"),
+        ("num_minibatches", 3, "does not divide the batch"),
+        ("learning_rate", 0.0, "learning_rate must be > 0"),
+        ("learning_rate", -1e-3, "learning_rate must be > 0"),
+        ("total_steps", 10, "less than one batch"),
+        ("gamma", 1.5, "gamma must be in"),
+        ("hidden", (), "hidden must be"),
+    ],
+)
+def test_invalid_config_is_rejected(field, value, message):
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(PPOConfig(), **{field: value})
+
+
+def test_unservable_action_space_is_rejected():
+    class MatrixActions(ContextBandit):
+        def action_space(self, p):
+            return jaxsim.Box(-1.0, 1.0, (2, 2))
+
+    with pytest.raises(ValueError, match="action space"):
+        PPO(PPOConfig(), MatrixActions())
+
+
+def test_command_rejects_bad_input_before_compiling(capsys, tmp_path):
+    cases = [
+        (["--env", "NoSuchEnv-v0"], "unknown environment id"),
+        (["--num-minibatches", "3"], "does not divide"),
+        (["--learning-rate", "0"], "learning_rate must be > 0"),
+        (["--num-envs", "0"], "num_envs must be a positive integer"),
+        (["--rollout-backend", "warp"], "unknown backend"),
+    ]
+    for flags, message in cases:
+        with pytest.raises(SystemExit) as exit_info:
+            train.main(["ppo", "--out", str(tmp_path), *flags])
+        assert exit_info.value.code == 2
+        assert message in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------- training
+@pytest.fixture(scope="module")
+def bandit_run():
+    calls = []
+    agent = PPO(BANDIT_CONFIG, BANDIT, progress=calls.append)
+    keys = jax.random.split(jax.random.key(0), 2)
+    runner = jax.jit(jax.vmap(agent.init))(keys)
+    final, metrics = agent.jit_run(BANDIT_CONFIG.num_updates)(runner)
+    returns = jax.jit(jax.vmap(agent.evaluate))(final, keys)
+    return agent, keys, final, metrics, returns, calls
+
+
+def test_learns_trivial_task(bandit_run):
+    *_, metrics, returns, _ = bandit_run
+    # Random play earns 0.5 per episode; the deterministic policy must be (nearly) always right.
+    assert float(returns.mean()) >= 0.95, returns
+    assert float(metrics.mean_return[:, -1].mean()) >= 0.85, metrics.mean_return[:, -1]
+    assert np.all(np.asarray(metrics.steps[:, -1]) == BANDIT_CONFIG.total_steps)
+
+
+def test_progress_callback_is_throttled(bandit_run):
+    *_, calls = bandit_run
+    n, every = BANDIT_CONFIG.num_updates, BANDIT_CONFIG.log_every
+    reported = sorted({int(m.update) for m in calls})
+    assert reported == [u for u in range(1, n + 1) if u % every == 0 or u == n]
+    assert len(calls) == 2 * len(reported)  # once per seed under vmap
+    progress = report.Progress(num_seeds=2, num_updates=n, stream=None)
+    for m in calls:
+        progress(m)
+    assert [r["update"] for r in progress.rows] == reported
+    assert progress.rows[-1]["mean_return"] is not None
+
+
+def test_report_is_one_host_call_for_all_seeds():
+    got = []
+
+    def step(x, i):
+        tree = {"update": i + 1, "value": x * 2.0}
+        callbacks.report_when(i % 2 == 1, got.append, tree)
+        return x, None
+
+    def run(x):
+        return jax.lax.scan(step, x, jnp.arange(4))[0]
+
+    x = jnp.arange(3, dtype=jnp.float32)
+    # One host callback in the program for all 3 elements (plain debug.callback makes 3).
+    text = jax.jit(jax.vmap(run)).lower(x).as_text()
+    assert len(re.findall(r"custom_call @\w*callback", text)) == 1
+    jax.block_until_ready(jax.jit(jax.vmap(run))(x))
+    jax.effects_barrier()
+    assert sorted((int(t["update"]), float(t["value"])) for t in got) == [
+        (u, 2.0 * v) for u in (2, 4) for v in (0, 1, 2)
+    ]
+
+
+def test_vmap_over_seeds_equals_single_seed_runs(bandit_run):
+    _, keys, final, metrics, *_ = bandit_run
+    config = dataclasses.replace(BANDIT_CONFIG, total_steps=BANDIT_CONFIG.total_steps)
+    single = jax.jit(make_train(config, BANDIT))
+    for i in range(2):
+        runner_i, metrics_i = single(keys[i])
+        one = jax.tree.map(lambda x, i=i: x[i], (final, metrics))
+        # vmap batches the matmuls, which may round differently; the runs agree to float noise.
+        _assert_trees_equal(one, (runner_i, metrics_i), exact=False)
+
+
+def test_resume_equals_uninterrupted(tmp_path):
+    env = jaxsim.make("Pendulum-v1")
+    agent = PPO(PENDULUM_CONFIG, env)
+    n = PENDULUM_CONFIG.num_updates
+    runner = jax.jit(jax.vmap(agent.init))(jax.random.split(jax.random.key(3), 2))
+    straight, _ = agent.jit_run(n)(runner)
+
+    half = agent.jit_run(n // 2)
+    first, _ = half(runner)
+    path = str(tmp_path / "ckpt" / "checkpoint.msgpack")
+    checkpoint.save_checkpoint(path, first, PENDULUM_CONFIG, env, num_seeds=2)
+    assert not [f for f in os.listdir(tmp_path / "ckpt") if ".tmp" in f]
+    restored = checkpoint.load_checkpoint(path)
+    assert restored.config == PENDULUM_CONFIG and restored.meta["update"] == n // 2
+    _assert_trees_equal(restored.runner, first)
+    resumed, _ = half(restored.runner)
+    _assert_trees_equal(resumed, straight)
+    assert half._cache_size() == 1  # the second chunk reused the compiled function
+
+
+def test_phases_are_named_scopes():
+    train_fn = make_train(dataclasses.replace(BANDIT_CONFIG, total_steps=64), BANDIT)
+    text = jax.jit(train_fn).lower(jax.random.key(0)).as_text(debug_info=True)
+    names = {part for loc in re.findall(r'loc\("([^"]*)"', text) for part in loc.split("/")}
+    for phase in (
+        "rollout",
+        "policy",
+        "env_step",
+        "gae",
+        "shuffle",
+        "loss",
+        "backward",
+        "optimizer",
+    ):
+        assert phase in names, phase
+
+
+# ------------------------------------------------------------------------------------ command
+def test_command_end_to_end(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "run"
+    flags = [
+        "ppo",
+        "--env",
+        "CartPole-v1",
+        "--seeds",
+        "2",
+        "--total-steps",
+        "256",
+        "--num-envs",
+        "2",
+        "--num-steps",
+        "32",
+        "--num-minibatches",
+        "2",
+        "--update-epochs",
+        "1",
+        "--hidden",
+        "8",
+        "--eval-envs",
+        "4",
+        "--log-every",
+        "2",
+        "--checkpoint-every",
+        "2",
+        "--out",
+        str(out),
+    ]
+    summary = train.main(flags)
+    printed = capsys.readouterr().out
+    assert "update 2/4" in printed and "SPS" in printed and "evaluation" in printed
+    for name in ("checkpoint.msgpack", "config.json", "metrics.csv", "metrics.jsonl", "eval.json"):
+        assert (out / name).exists(), name
+    assert (out / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = report.read_metrics(str(out))
+    assert [r["update"] for r in rows] == [2, 4]
+    assert json.loads((out / "eval.json").read_text())["steps_per_seed"] == 256
+    assert summary["eval"]["mean_return"] > 0
+
+    # A saved policy runs with jaxsim.rollout in a few lines.
+    env, policy = checkpoint.load_policy(summary["checkpoint"], seed=1)
+    traj = jaxsim.rollout(env, policy, 20, num_envs=3)
+    assert traj.action.shape == (20, 3)
+
+    # A run stopped after its first checkpoint and resumed with --resume ends where the
+    # uninterrupted one did, bit for bit.
+    saves = []
+
+    def save_then_stop(*args, **kwargs):
+        checkpoint.save_checkpoint(*args, **kwargs)
+        saves.append(args[0])
+        if len(saves) == 1:
+            raise KeyboardInterrupt  # preempted right after the first checkpoint
+
+    stopped = [*flags[:-1], str(tmp_path / "stopped")]
+    monkeypatch.setattr(train, "save_checkpoint", save_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        train.main(stopped)
+    assert checkpoint.load_checkpoint(saves[0]).meta["update"] == 2
+    resumed = train.main([*stopped, "--resume"])
+    assert len(saves) == 2
+    _assert_trees_equal(
+        checkpoint.load_checkpoint(resumed["checkpoint"]).runner,
+        checkpoint.load_checkpoint(summary["checkpoint"]).runner,
+    )
+    assert resumed["eval"]["per_seed_mean_return"] == summary["eval"]["per_seed_mean_return"]
+    rows = report.read_metrics(resumed["out"])
+    assert [r["update"] for r in rows] == [2, 4]
