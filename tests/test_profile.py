@@ -146,7 +146,10 @@ def test_nested_phases_of_a_rollout_from_the_command_line(capsys):
     )
     assert r.row("policy").parent == "rollout"
     assert r.row("env_step").parent == "rollout"
-    assert r.row("policy").device_s > 0 and r.row("env_step").device_s > 0
+    # Attributed before overhead correction: the random policy's hash is so cheap that the
+    # correction may take a tiny phase to zero.
+    assert r.row("policy").raw_device_s > 0 and r.row("env_step").raw_device_s > 0
+    assert r.row("policy").device_s >= 0 and r.row("env_step").device_s >= 0
     assert "env_step" in capsys.readouterr().out
 
 

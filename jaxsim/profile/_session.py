@@ -23,6 +23,7 @@ DEFAULT_PHASES = (
     "env_step",
     "auto_reset",
     "gae",
+    "shuffle",
     "loss",
     "backward",
     "optimizer",
