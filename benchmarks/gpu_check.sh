@@ -4,7 +4,8 @@
 # Usage: benchmarks/gpu_check.sh OUT_DIR
 #
 # Needs only what the GPU machine has (python3 with jax, flax, optax, numpy; no gymnasium, and
-# jaxsim need not be installed: the repository root goes on PYTHONPATH). Runs in under 8 minutes:
+# jaxsim need not be installed: the repository root goes on PYTHONPATH). Runs in under 8 minutes
+# (170 + 150 + 90 + 70 s of hard timeouts):
 # each phase has a hard timeout. Writes into OUT_DIR:
 #   environment.json  python, jax and device
 #   gpu_tests.json    per-test outcome of `pytest -m gpu tests/test_fused.py` (from JUnit XML);
@@ -12,7 +13,12 @@
 #   checks.json       fused vs scan at a small ragged size: every environment x random, MLP and
 #                     open-loop policies (`benchmarks.fusion --check-only`), run when pytest is absent
 #   fusion.json       `benchmarks.fusion --quick`: CartPole, N in {2^14, 2^20}, K in {1, 16, 256}
+#   throughput/       `benchmarks run --quick --suite throughput --baselines none`: the scan
+#                     backend on every environment, as on the CPU (the report marks the device)
+#   ppo.json          `benchmarks.ppo --gpu-sps`: PPO training env-steps/s, CartPole, 4096 envs,
+#                     scan vs fused rollout phase
 #   *.log             the console output of each phase
+# Suggested OUT_DIR: benchmarks/results/gpu_<device>/ so `python -m benchmarks report` finds it.
 # Exit status: 0 if every phase passed, 1 otherwise (the JSON files say which).
 set -uo pipefail
 
@@ -41,7 +47,7 @@ EOF
 # 1. The gpu-marked tests (Triton-compiled kernel against the scan backend). Deprecation
 # warnings are not errors here: jax 0.11 deprecates the Triton lowering this kernel asks for.
 if "$py" -c "import pytest" 2>/dev/null; then
-    timeout 200 "$py" -m pytest tests/test_fused.py -m gpu -q -p no:cacheprovider \
+    timeout 170 "$py" -m pytest tests/test_fused.py -m gpu -q -p no:cacheprovider \
         -W "ignore::DeprecationWarning" --junitxml="$out/gpu_tests.xml" 2>&1 \
         | tee "$out/gpu_tests.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
@@ -75,8 +81,18 @@ else
 fi
 
 # 2. The sized-down benchmark: it starts no new point after --budget-s seconds.
-timeout 240 "$py" -m benchmarks.fusion --quick --budget-s 150 --out "$out/fusion.json" 2>&1 \
+timeout 150 "$py" -m benchmarks.fusion --quick --budget-s 90 --out "$out/fusion.json" 2>&1 \
     | tee "$out/fusion.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+# 3. Rollout throughput of every environment on the GPU (jaxsim only: no CPU baselines there).
+timeout 90 "$py" -m benchmarks run --quick --suite throughput --baselines none \
+    --timeout-s 80 --out "$out/throughput" 2>&1 | tee "$out/throughput.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+# 4. PPO training throughput with 4096 environments, scan vs fused rollout phase.
+timeout 70 "$py" -m benchmarks.ppo --envs CartPole-v1 --quick --no-sb3 --gpu-sps \
+    --out "$out/ppo.json" 2>&1 | tee "$out/ppo.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 exit "$status"

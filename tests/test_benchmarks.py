@@ -17,6 +17,7 @@ from benchmarks import _common  # noqa: E402
 from benchmarks import rollout_throughput as rt  # noqa: E402
 
 TINY = ["--repeats", "1", "--min-time", "0", "--steps-per-call", "256"]
+OPTIONAL_IMPLS = rt.IMPLS.keys() - {"jaxsim", "physics_only"}
 PROVENANCE_FIELDS = {
     "utc_time",
     "hostname",
@@ -35,7 +36,10 @@ PROVENANCE_FIELDS = {
 
 def test_quick_path_end_to_end(tmp_path):
     out = tmp_path / "rt.json"
-    assert rt.main(["--quick", "--num-envs", "1,4", *TINY, "--out", str(out)]) == 0
+    # The first baselines; the others are run by the front door's smoke test below.
+    impls = ("jaxsim", "gymnasium_sync", "physics_only")
+    argv = ["--quick", "--num-envs", "1,4", "--impls", ",".join(impls), *TINY, "--out", str(out)]
+    assert rt.main(argv) == 0
     record = json.loads(out.read_text())
     assert PROVENANCE_FIELDS <= set(record["provenance"])
     assert {"jax", "jaxlib", "flax", "numpy", "gymnasium", "gymnax"} <= set(
@@ -44,15 +48,19 @@ def test_quick_path_end_to_end(tmp_path):
     assert record["config"]["quick"] and record["config"]["num_envs"] == [1, 4]
     assert all(c["pass"] for c in record["checks"].values())
     results = {(r["impl"], r["num_envs"]): r for r in record["results"]}
-    assert set(results) == {(impl, n) for impl in rt.IMPLS for n in (1, 4)}
+    assert set(results) == {(impl, n) for impl in impls for n in (1, 4)}
     for r in results.values():
         if r["status"] == "skipped":  # a baseline not installed here
-            assert r["impl"] in ("gymnasium_sync", "gymnasium_numpy", "gymnax"), r
+            assert r["impl"] in OPTIONAL_IMPLS, r
             continue
         assert r["status"] == "ok", r
         assert r["steps_per_s"]["min"] <= r["steps_per_s"]["median"] <= r["steps_per_s"]["max"]
         assert all(c["pass"] for c in r["checks"].values())
     assert results["jaxsim", 4]["steps_per_call"] == 64 * 4  # n = max(32, 256 // 4)
+    # Every implementation that ran was checked against jaxsim's env.step beforehand.
+    for r in results.values():
+        if r["status"] == "ok" and r["impl"] != "physics_only":
+            assert record["checks"][r["dynamics_check"]]["pass"], r["impl"]
     assert results["jaxsim", 1]["compile_s"] > 0
     # 4096 envs were not run: the targets say so instead of inventing a verdict.
     assert {t["status"] for t in record["targets"]} == {"not measured"}
@@ -137,3 +145,429 @@ def test_provenance_and_formatting():
     assert _common.format_rate(20.2e6) == "20.2M" and _common.format_rate(51e3) == "51k"
     table = _common.format_table(["impl", "N=1"], [["jaxsim", "1.2M"]])
     assert table.splitlines()[1] == "|--------|-----:|"
+
+
+# ------------------------------------------------------------------ baselines and their checks
+def test_torch_cartpole_matches_jaxsim_dynamics():
+    pytest.importorskip("torch")
+    from benchmarks import baselines
+
+    ref = baselines.reference_transitions("CartPole-v1", num_envs=16, steps=10)
+    check = baselines.torch_dynamics_check("CartPole-v1", ref)
+    assert check["pass"] and check["transitions"] > 100, check
+    assert check["max_obs_err"] < 1e-5
+    # A wrong constant is caught: the check compares, it does not just run.
+    wrong = baselines.TorchCartPole
+    try:
+        baselines.TorchCartPole = type("Wrong", (wrong,), {"gravity": 10.0})
+        assert not baselines.torch_dynamics_check("CartPole-v1", ref)["pass"]
+    finally:
+        baselines.TorchCartPole = wrong
+    with pytest.raises(baselines.Skipped, match="CartPole-v1 only"):
+        baselines.torch_dynamics_check("Pendulum-v1", ref)
+
+
+def test_missing_optional_baselines_are_skipped_not_zero(tmp_path, monkeypatch):
+    # As if neither EnvPool nor PyTorch were installed: each is a record with a reason.
+    monkeypatch.setitem(sys.modules, "envpool", None)
+    monkeypatch.setitem(sys.modules, "torch", None)
+    out = tmp_path / "rt.json"
+    args = ["--num-envs", "8", "--impls", "envpool,torch", *TINY, "--out", str(out)]
+    assert rt.main(args) == 0
+    record = json.loads(out.read_text())
+    results = {r["impl"]: r for r in record["results"]}
+    for impl in ("envpool", "torch"):
+        assert results[impl]["status"] == "skipped", results[impl]
+        assert impl in results[impl]["reason"] and "steps_per_s" not in results[impl]
+
+
+# -------------------------------------------------------------------------------- front door
+from benchmarks import __main__ as front  # noqa: E402
+from benchmarks import report  # noqa: E402
+
+
+def test_front_door_rejects_bad_input_before_running(tmp_path, capsys, monkeypatch):
+    ran = []
+    monkeypatch.setattr(front, "probe_machine", lambda: ran.append(1))
+    assert front.main(["run", "--suite", "throughput", "--suite", "nope", "--out", str(tmp_path)])
+    assert "unknown suite(s) 'nope'" in capsys.readouterr().err
+    assert front.main(["run", "--baselines", "gymnax,bogus", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "unknown baseline(s) 'bogus'" in err and "envpool" in err  # lists the valid ones
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert front.main(["run", "--smoke", "--out", str(blocker / "sub")]) == 2
+    assert "cannot write to output directory" in capsys.readouterr().err
+    assert not ran and not (tmp_path / front.MANIFEST).exists()
+    with pytest.raises(SystemExit):
+        front.main(["run", "--quick", "--full"])  # one mode only
+    assert report.main(["--results", str(tmp_path / "missing"), "--no-readme"]) == 2
+
+
+def test_front_door_sizes_each_suite_per_mode_and_baselines():
+    def args(name, mode, baselines=front.BASELINES, gpu=False):
+        return front.SUITES[name].args(front.Plan(mode, frozenset(baselines), gpu))
+
+    quick = args("throughput", "quick")
+    assert (
+        quick[:3] == ["--quick", "--envs", "all"] and "envpool" in quick[quick.index("--impls") + 1]
+    )
+    assert args("throughput", "quick", ["gymnax"])[4] == "jaxsim,gymnax,physics_only"
+    assert "1048576" in args("throughput", "full", gpu=True)[-3]
+    assert "--no-sb3" in args("ppo", "quick", ["gymnax"]) and "--no-sb3" not in args("ppo", "full")
+    assert "gym_sync" not in args("breakdown", "quick", [])[1]
+    assert args("fusion", "quick", gpu=True) == ["--quick"]  # the GPU's own quick grid
+    for name in ("throughput", "fusion", "ppo", "breakdown"):
+        for mode in front.MODES:
+            assert "--out" not in args(name, mode)  # the front door chooses the record's path
+
+
+_FAKE_SUITE = """
+import argparse, json, sys, time
+p = argparse.ArgumentParser()
+p.add_argument("--behave")
+p.add_argument("--out")
+a = p.parse_args()
+print("fake suite working", flush=True)
+if a.behave == "hang":
+    time.sleep(120)
+if a.behave == "crash":
+    sys.exit(3)
+json.dump({"benchmark": "fusion", "provenance": {"command": "fake"}, "results": []},
+          open(a.out, "w"))
+"""
+
+
+def test_front_door_keeps_finished_records_when_a_suite_fails_or_hangs(tmp_path, monkeypatch):
+    (tmp_path / "mods").mkdir()
+    (tmp_path / "mods" / "fake_suite.py").write_text(_FAKE_SUITE)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "mods"))
+    monkeypatch.syspath_prepend(str(tmp_path / "mods"))
+    monkeypatch.setattr(
+        front,
+        "probe_machine",
+        lambda: {
+            "machine_tag": "cpu2_test",
+            "provenance": {
+                "jax_backend": "cpu",
+                "device_kind": "cpu",
+                "cpu_model": "test",
+                "cpu_count": 2,
+                "loadavg_1_5_15min": None,
+                "versions": {"jax": "x"},
+                "git_commit": "unknown",
+            },
+        },
+    )
+    suites = {
+        name: front.Suite(
+            name, "fake_suite", f"fake_{name}", name, lambda p, b=name: ["--behave", b]
+        )
+        for name in ("ok", "crash", "hang")
+    }
+    suites["gone"] = front.Suite(
+        "gone",
+        "benchmarks.not_there",
+        "gone",
+        "gone",
+        lambda p: [],
+        missing_reason="not written yet",
+    )
+    monkeypatch.setattr(front, "SUITES", suites)
+    out = tmp_path / "results"
+    argv = ["run", "--smoke", "--quiet", "--timeout-s", "3", "--out", str(out)]
+    for name in ("ok", "crash", "gone", "hang"):
+        argv += ["--suite", name]
+    assert front.main(argv) == 1  # some failed, and the run carried on past them
+    entries = _common.read_jsonl(out / front.MANIFEST)
+    by_suite = {e["suite"]: e for e in entries if e.get("event") != "run"}
+    assert (
+        by_suite["ok"]["status"] == "ok"
+        and by_suite["ok"]["record"] == "fake_ok_cpu2_test_smoke.json"
+    )
+    assert json.loads((out / "fake_ok_cpu2_test_smoke.json").read_text())["benchmark"] == "fusion"
+    assert (
+        by_suite["crash"]["status"] == "failed" and "exit status 3" in by_suite["crash"]["reason"]
+    )
+    assert (
+        by_suite["gone"]["status"] == "skipped" and "not written yet" in by_suite["gone"]["reason"]
+    )
+    assert by_suite["hang"]["status"] == "failed" and "timed out" in by_suite["hang"]["reason"]
+    assert by_suite["hang"]["wall_s"] < 30
+    summary = entries[-1]
+    assert summary["event"] == "run" and summary["suites"]["ok"] == "ok"
+    # Append-only: a second run adds lines and leaves the first run's intact.
+    assert front.main([*argv[:-6], "--suite", "ok"]) == 0
+    assert _common.read_jsonl(out / front.MANIFEST)[: len(entries)] == entries
+
+
+def test_front_door_smoke_run_end_to_end(tmp_path):
+    """`python -m benchmarks run --smoke`: every suite at tiny sizes, valid records, a report."""
+    import subprocess
+
+    out = tmp_path / "results"
+    cmd = [sys.executable, "-m", "benchmarks", "run", "--smoke", "--out", str(out)]
+    proc = subprocess.run(cmd, cwd=_REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert "[5/5] breakdown: ok" in proc.stdout  # the progress display
+    entries = _common.read_jsonl(out / front.MANIFEST)
+    status = {e["suite"]: e for e in entries if e.get("event") != "run"}
+    assert {k: v["status"] for k, v in status.items()} == {
+        "throughput": "ok",
+        "fusion": "ok",
+        "ppo": "ok",
+        "offpolicy": "skipped",
+        "breakdown": "ok",
+    }
+    assert "agents/" in status["offpolicy"]["reason"]
+    for name in ("throughput", "fusion", "ppo", "breakdown"):
+        record = json.loads((out / status[name]["record"]).read_text())
+        assert PROVENANCE_FIELDS <= set(record["provenance"]), name
+        assert record["provenance"]["command"].startswith(f"python -m {front.SUITES[name].module}")
+    rt_record = json.loads((out / status["throughput"]["record"]).read_text())
+    assert rt_record["env_ids"] == ["CartPole-v1", "Pendulum-v1"]
+    ok = [r for r in rt_record["results"] if r["status"] == "ok"]
+    assert {r["impl"] for r in ok} >= {"jaxsim", "physics_only"}
+    cartpole = {r["impl"]: r for r in rt_record["results"] if r["env_id"] == "CartPole-v1"}
+    assert set(cartpole) == set(rt.IMPLS)  # every baseline: measured, or skipped with a reason
+    for r in cartpole.values():
+        assert r["status"] == "ok" or "not importable" in r["reason"], r
+    assert all(r["steps_per_s"]["median"] > 0 and len(r["timing"]["samples_s"]) == 3 for r in ok)
+    md = tmp_path / "RESULTS.md"
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n\n## Latest results\n\nold text\n")
+    assert report.main(["--results", str(out), "--out", str(md), "--readme", str(readme)]) == 0
+    text = md.read_text()
+    for heading in (
+        "## Published figures",
+        "## Rollout throughput",
+        "## Scan vs fused",
+        "## Learning: time to solve",
+        "## Profiler breakdown",
+        "## Front-door runs",
+    ):
+        assert heading in text, heading
+    assert "old text" not in readme.read_text() and report.BEGIN in readme.read_text()
+
+
+# ------------------------------------------------------------------------------------ report
+def _prov(device_kind="cpu", backend="cpu", utc="2026-11-29T12:00:00+00:00", command="cmd"):
+    return {
+        "utc_time": utc,
+        "hostname": "h",
+        "cpu_model": "TestCPU",
+        "cpu_count": 2,
+        "cpu_count_available": 2,
+        "loadavg_1_5_15min": [1.0, 1.0, 1.0],
+        "python": "3.11.7",
+        "versions": {"jax": "0.10.2", "jaxlib": "0.10.2", "envpool": None},
+        "jax_backend": backend,
+        "device_kind": device_kind,
+        "num_devices": 1,
+        "git_commit": "abc123",
+        "command": command,
+    }
+
+
+def _point(impl, env_id, n, median, status="ok", **kw):
+    if status != "ok":
+        return {"impl": impl, "env_id": env_id, "num_envs": n, "status": status, **kw}
+    sps = {"median": median, "min": 0.9 * median, "max": 1.1 * median}
+    return {
+        "impl": impl,
+        "env_id": env_id,
+        "num_envs": n,
+        "status": "ok",
+        "steps_per_s": sps,
+        "compile_s": kw.pop("compile_s", None),
+        **kw,
+    }
+
+
+def _fixture_records(root):
+    cpu = root / "results"
+    gpu = cpu / "gpu_h200"
+    gpu.mkdir(parents=True)
+    check = {"pass": True, "transitions": 100, "max_obs_err": 0.0}
+    throughput = {
+        "benchmark": "rollout_throughput",
+        "provenance": _prov(),
+        "wall_s": 12.0,
+        "config": {"repeats": 3, "min_time": 0.1, "quick": True},
+        "checks": {"CartPole-v1/gymnasium_dynamics": check, "CartPole-v1/torch_dynamics": check},
+        "targets": [],
+        "results": [
+            _point(
+                "jaxsim",
+                "CartPole-v1",
+                1,
+                1e5,
+                compile_s=0.5,
+                dynamics_check="CartPole-v1/gymnasium_dynamics",
+            ),
+            _point(
+                "jaxsim",
+                "CartPole-v1",
+                4096,
+                2e7,
+                compile_s=0.75,
+                dynamics_check="CartPole-v1/gymnasium_dynamics",
+            ),
+            _point(
+                "gymnasium_sync",
+                "CartPole-v1",
+                1,
+                5e4,
+                dynamics_check="CartPole-v1/gymnasium_dynamics",
+            ),
+            _point(
+                "gymnasium_sync",
+                "CartPole-v1",
+                4096,
+                1e5,
+                dynamics_check="CartPole-v1/gymnasium_dynamics",
+            ),
+            _point("torch", "CartPole-v1", 1, 1e4, dynamics_check="CartPole-v1/torch_dynamics"),
+            _point("torch", "CartPole-v1", 4096, 1e6, dynamics_check="CartPole-v1/torch_dynamics"),
+            _point(
+                "envpool",
+                "CartPole-v1",
+                1,
+                0,
+                "skipped",
+                reason="envpool is not importable: No module named 'envpool'",
+            ),
+            _point(
+                "envpool",
+                "CartPole-v1",
+                4096,
+                0,
+                "skipped",
+                reason="envpool is not importable: No module named 'envpool'",
+            ),
+        ],
+    }
+    fusion_point = dict(
+        env_id="CartPole-v1",
+        policy="random",
+        outputs="stats",
+        num_envs=1024,
+        status="ok",
+        bytes_per_step=10.0,
+        compile_s=1.0,
+    )
+    fusion_cpu = {
+        "benchmark": "fusion",
+        "provenance": _prov(command="python -m benchmarks.fusion --quick"),
+        "interpret_mode": True,
+        "checks": {"c": {"pass": True, "max_rel_err": 0.0}},
+        "targets": [],
+        "results": [
+            {**fusion_point, "backend": "scan", "k": None, "steps_per_s": {"median": 2e7}},
+            {**fusion_point, "backend": "fused", "k": 16, "steps_per_s": {"median": 1e6}},
+        ],
+    }
+    fusion_gpu = {
+        **fusion_cpu,
+        "interpret_mode": False,
+        "provenance": _prov("NVIDIA H200", "gpu", command="python -m benchmarks.fusion --quick"),
+        "results": [
+            {**fusion_point, "backend": "scan", "k": None, "steps_per_s": {"median": 1e9}},
+            {**fusion_point, "backend": "fused", "k": 64, "steps_per_s": {"median": 1.2e10}},
+        ],
+    }
+    files = {
+        cpu / "rollout_throughput_cpu2_h_quick.json": throughput,
+        # An older full record of another machine kind and a newer smoke one: neither hides it.
+        cpu / "fusion_cpu2_h_quick.json": fusion_cpu,
+        cpu / "fusion_cpu2_h_smoke.json": {**fusion_cpu, "provenance": _prov(utc="2027-01-01")},
+        gpu / "fusion.json": fusion_gpu,
+        gpu / "checks.json": {**fusion_gpu, "results": []},  # --check-only: no points
+    }
+    for path, data in files.items():
+        path.write_text(json.dumps(data))
+    manifest = {
+        "run_id": "r1",
+        "event": "suite",
+        "suite": "offpolicy",
+        "status": "skipped",
+        "mode": "quick",
+        "reason": "benchmarks/offpolicy.py does not exist",
+    }
+    (cpu / front.MANIFEST).write_text(json.dumps(manifest) + "\n")
+    return cpu
+
+
+def test_report_turns_fixed_records_into_the_expected_tables(tmp_path):
+    results = _fixture_records(tmp_path)
+    md, readme = tmp_path / "RESULTS.md", tmp_path / "README.md"
+    readme.write_text("# jaxsim\n\nintro\n\n## Latest results\n\nhand-typed, to be replaced\n")
+    argv = ["--results", str(results), "--out", str(md), "--readme", str(readme)]
+    assert report.main(argv) == 0
+    text = md.read_text()
+    # The throughput table, its same-run ratios, and the missing baseline reported as skipped
+    # with its reason, never as a zero.
+    expected = """\
+#### CartPole-v1
+
+| implementation          | dynamics check      | compile s |       N=1 |    N=4096 |
+|-------------------------|---------------------|----------:|----------:|----------:|
+| jaxsim (scan)           | ✓ (100 transitions) |      0.75 | 100k ±10% |  20M ±10% |
+| Gymnasium SyncVectorEnv | ✓ (100 transitions) |         – |  50k ±10% | 100k ±10% |
+| eager PyTorch           | ✓ (100 transitions) |         – |  10k ±10% |   1M ±10% |
+
+Same-run ratios (medians):
+
+| ratio                            | N=1 | N=4096 |
+|----------------------------------|----:|-------:|
+| jaxsim ÷ Gymnasium SyncVectorEnv |  2x |   200x |
+| jaxsim ÷ eager PyTorch           | 10x |    20x |
+
+Not measured:
+- EnvPool (CartPole-v1): envpool is not importable: No module named 'envpool'
+"""
+    assert expected in text, text
+    assert "EnvPool |" not in text
+    # The published figures beside the measured, same-run ones; GPU records marked by device.
+    headline = {
+        row[0]: row
+        for row in (
+            [c.strip() for c in line.split("|")[1:-1]]
+            for line in text.splitlines()
+            if line.startswith("| ") and "arXiv" in line
+        )
+    }
+    cpu = "cpu (TestCPU, 2 cores)"
+    assert headline["GPU-vectorized simulation vs CPU simulators"][2:] == [
+        "up to 1024x",
+        f"{cpu}: jaxsim ÷ Gymnasium SyncVectorEnv = **200x** (CartPole-v1, N=4096)<br>GPU: not "
+        "measured (no GPU throughput record; the GPU machine has no CPU simulator to compare "
+        "within one run)",
+    ]
+    assert headline["XLA implementation vs eager DNN-framework one"][3].startswith(
+        f"{cpu}: jaxsim ÷ eager-PyTorch CartPole = **20x** (CartPole-v1, N=4096)"
+    )
+    fusion = headline["Kernel fusion of simulator steps, CartPole"][3]
+    assert (
+        "not measured: needs a GPU (here the kernel runs in Pallas interpret mode: fused ÷ "
+        "scan = 0.05x, random/stats, N=1024, K=16, is a correctness cost, not a speed)" in fusion
+    )
+    assert (
+        "NVIDIA H200 (1 device(s)): fused ÷ scan = **12x** (random/stats, N=1024, K=64)" in fusion
+    )
+    assert (
+        "benchmarks/offpolicy.py does not exist"
+        in headline["On-policy vs off-policy: more simulation-bound"][3]
+    )
+    # The quick CPU fusion record is used, not the newer smoke one; the GPU's beside it.
+    assert "fusion_cpu2_h_quick.json" in text and "fusion_cpu2_h_smoke.json" not in text
+    assert "### Scan vs fused rollouts: NVIDIA H200" in text and "interpret mode (no GPU)" in text
+    assert (results / "report_rollout_throughput_cpu2_h_quick.png").stat().st_size > 1000
+    assert "](results/report_rollout_throughput_cpu2_h_quick.png)" in text
+    # The README's section: between markers, from the same records; regenerating is stable.
+    readme_text = readme.read_text()
+    assert readme_text.startswith("# jaxsim\n\nintro\n\n## Latest results\n\n" + report.BEGIN)
+    assert "hand-typed" not in readme_text and readme_text.rstrip().endswith(report.END)
+    assert "| jaxsim (scan)           | 100k |    20M |" in readme_text
+    assert report.main(argv) == 0
+    assert readme.read_text() == readme_text and md.read_text() == text
