@@ -399,3 +399,14 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
         "|" + "|".join("-" * (w + 1) + ("-" if i == 0 else ":") for i, w in enumerate(widths)) + "|"
     )
     return "\n".join([line(cells[0]), rule, *(line(r) for r in cells[1:])])
+
+
+def finite_json(obj):
+    """JSON has no NaN or inf: write them as null."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [finite_json(v) for v in obj]
+    return obj

@@ -42,6 +42,7 @@ import jaxsim
 from benchmarks._common import (
     RESULTS_DIR,
     append_jsonl,
+    finite_json,
     format_rate,
     format_table,
     machine_tag,
@@ -443,7 +444,7 @@ def main(argv=None) -> int:
         "targets": targets,
         "results": records,
     }
-    write_json_atomic(out, _finite(result))
+    write_json_atomic(out, finite_json(result))
     partial.unlink(missing_ok=True)
     print()
     print(render(records, targets))
@@ -454,17 +455,6 @@ def main(argv=None) -> int:
         print(f"FAILED: {len(failed)} points, checks {failed_checks}")
         return 1
     return 0
-
-
-def _finite(obj):
-    """JSON has no NaN or inf: write them as null."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ import argparse
 import dataclasses
 import functools
 import itertools
-import math
 import os
 import sys
 import time
@@ -47,6 +46,7 @@ from benchmarks._common import (
     RESULTS_DIR,
     Timing,
     append_jsonl,
+    finite_json,
     format_rate,
     format_table,
     machine_tag,
@@ -878,7 +878,7 @@ def main(argv=None) -> int:
                 r["dynamics_check"] = f"{env_id}/{check}_dynamics"
                 r["dynamics_pass"] = checks[r["dynamics_check"]]["pass"]
             records.append(r)
-            append_jsonl(partial, _finite(r))
+            append_jsonl(partial, finite_json(r))
             if r["status"] == "ok":
                 note = f"{format_rate(r['steps_per_s']['median'])} env-steps/s"
                 if r["compile_s"] is not None:
@@ -906,7 +906,7 @@ def main(argv=None) -> int:
         "targets": targets,
         "results": records,
     }
-    write_json_atomic(out, _finite(result))
+    write_json_atomic(out, finite_json(result))
     partial.unlink(missing_ok=True)
     print()
     print(render(records, targets, cfg))
@@ -924,17 +924,6 @@ def main(argv=None) -> int:
         )
         return 1
     return 0
-
-
-def _finite(obj):
-    """JSON has no NaN or inf: write them as null."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 if __name__ == "__main__":
