@@ -91,28 +91,33 @@ class _Sampler:
 
     def traced(self, step_name: str, n_min: int, t_min: float, n_max=_MAX_SAMPLES) -> list[float]:
         """Calls under the same annotations as a profiled iteration (inside a trace)."""
-        jax = self.jax
         samples: list[float] = []
         t_end = time.perf_counter() + t_min
         i = 0
         while len(samples) < n_min or (time.perf_counter() < t_end and len(samples) < n_max):
-            n = len(self.texts)
-            t0 = time.perf_counter()
-            with jax.profiler.StepTraceAnnotation(step_name, step_num=i):
-                result = _call_unblocked(self.fn, "tracing", self.calls, self.name)
-                with jax.profiler.TraceAnnotation(_trace.WAIT_NAME):
-                    jax.block_until_ready(result)
-            t = time.perf_counter() - t0
-            del result
-            self.calls += 1
+            t, compiled = self._annotated_call(step_name, i)
             i += 1
-            if len(self.texts) > n:
+            if compiled:
                 self.compiled += 1
                 if self.compiled > 4 * n_min:
                     break
             else:
                 samples.append(t)
         return samples
+
+    def _annotated_call(self, step_name: str, i: int) -> tuple[float, bool]:
+        """One call inside a step annotation: (seconds until its outputs are ready, compiled)."""
+        jax = self.jax
+        n = len(self.texts)
+        t0 = time.perf_counter()
+        with jax.profiler.StepTraceAnnotation(step_name, step_num=i):
+            result = _call_unblocked(self.fn, "tracing", self.calls, self.name)
+            with jax.profiler.TraceAnnotation(_trace.WAIT_NAME):
+                jax.block_until_ready(result)
+        t = time.perf_counter() - t0
+        del result
+        self.calls += 1
+        return t, len(self.texts) > n
 
     def interleaved(self, iterations: int, calibration: int, t_min: float, call_s: float):
         """Attributed (STEP) and calibration (CAL) calls, evenly interleaved in one trace.
@@ -123,7 +128,6 @@ class _Sampler:
         Returns (attributed seconds, calibration seconds, attributed step numbers dropped
         because jax compiled during them).
         """
-        jax = self.jax
         total = int(t_min / max(call_s, 1e-6))
         n_step = min(max(iterations, total // 4), max(iterations, _MAX_ATTRIBUTED))
         n_cal = min(max(calibration, total - n_step), max(calibration, _MAX_CALIBRATION))
@@ -134,16 +138,8 @@ class _Sampler:
         times: dict[str, list[float]] = {_trace.STEP_NAME: [], _trace.CAL_NAME: []}
         dropped: set[int] = set()
         for _, step_name, i in order:
-            n = len(self.texts)
-            t0 = time.perf_counter()
-            with jax.profiler.StepTraceAnnotation(step_name, step_num=i):
-                result = _call_unblocked(self.fn, "tracing", self.calls, self.name)
-                with jax.profiler.TraceAnnotation(_trace.WAIT_NAME):
-                    jax.block_until_ready(result)
-            t = time.perf_counter() - t0
-            del result
-            self.calls += 1
-            if len(self.texts) > n:
+            t, compiled = self._annotated_call(step_name, i)
+            if compiled:
                 self.compiled += 1
                 if step_name == _trace.STEP_NAME:
                     dropped.add(i)
