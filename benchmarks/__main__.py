@@ -441,7 +441,7 @@ def run(args) -> int:
     print(
         f"machine {machine['machine_tag']}: {prov['device_kind']}, {prov['cpu_model']}, "
         f"{prov['cpu_count']} cores, load {prov['loadavg_1_5_15min']}; "
-        f"jax {prov['versions']['jax']}; commit {prov['git_commit']}",
+        f"jax {prov['versions']['jax']}; commit {prov['commit']}",
         flush=True,
     )
     if mode == "smoke":

@@ -129,7 +129,7 @@ def provenance(packages: Iterable[str] = ()) -> dict[str, Any]:
         "jax_backend": jax.default_backend(),
         "device_kind": devices[0].device_kind,
         "num_devices": len(devices),
-        "git_commit": git_commit(),
+        "commit": git_commit(),
         "command": command_line(),
         "env_vars": {k: os.environ[k] for k in _PERF_ENV_VARS if k in os.environ},
     }

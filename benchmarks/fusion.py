@@ -397,7 +397,7 @@ def main(argv=None) -> int:
     prov = provenance()
     partial = out.with_name(out.stem + ".partial.jsonl")
     partial.unlink(missing_ok=True)
-    print(f"fusion benchmark on {prov['device_kind']}; commit {prov['git_commit']}", flush=True)
+    print(f"fusion benchmark on {prov['device_kind']}; commit {prov['commit']}", flush=True)
     if not on_gpu:
         print("no GPU: the fused kernel runs in interpret mode (a correctness cost, not a speed)")
 

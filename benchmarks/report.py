@@ -234,7 +234,7 @@ def provenance_block(r: Record, base: Path) -> str:
         + (f"; load average {' / '.join(map(str, load))} at start" if load else ""),
         f"- **Software:** Python {p.get('python', '?')}; {versions}"
         + (f" (not installed: {', '.join(missing)})" if missing else ""),
-        f"- **Commit:** `{p.get('git_commit', '?')}`; **run:** {r.utc}, {r.mode} mode"
+        f"- **Commit:** `{p.get('commit', '?')}`; **run:** {r.utc}, {r.mode} mode"
         + (f", {r.data['wall_s']} s" if r.data.get("wall_s") is not None else "")
         + f"; **record:** {link(r.path, base, '`' + r.path.name + '`')}",
         f"- **Command:** `{p.get('command', '?')}`",
@@ -455,7 +455,7 @@ def plot_throughput(r: Record, path: Path) -> Path:
     p = r.prov
     fig.suptitle(
         f"Random-policy env-steps/s vs num_envs on {r.device}: median, min-max of repeats\n"
-        f"{r.mode} run {r.utc}, commit {str(p.get('git_commit'))[:12]}",
+        f"{r.mode} run {r.utc}, commit {str(p.get('commit'))[:12]}",
         fontsize=10,
     )
     fig.tight_layout()
@@ -1132,7 +1132,7 @@ def readme_section(
         parts.append(
             f"CartPole-v1, random policy, env-steps/s (median of "
             f"{r.data.get('config', {}).get('repeats', '?')}), all in one run on {r.device}, "
-            f"{r.mode} mode, {r.utc}, commit `{str(p.get('git_commit'))[:12]}`, load average "
+            f"{r.mode} mode, {r.utc}, commit `{str(p.get('commit'))[:12]}`, load average "
             f"{(p.get('loadavg_1_5_15min') or ['?'])[0]} at start"
             + (f", {load_end} at end" if load_end is not None else "")
             + ":\n\n"

@@ -847,7 +847,7 @@ def main(argv=None) -> int:
     print(
         f"rollout throughput of {', '.join(cfg.envs)} on {prov['device_kind']} "
         f"({prov['cpu_model']}, {prov['cpu_count']} cores, load {prov['loadavg_1_5_15min']}); "
-        f"commit {prov['git_commit']}",
+        f"commit {prov['commit']}",
         flush=True,
     )
 

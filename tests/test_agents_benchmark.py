@@ -18,7 +18,7 @@ def test_ppo_benchmark_quick(tmp_path):
     assert bench.main(argv) == 0
     record = json.loads(out.read_text())
     assert record["quick"] is True
-    assert {"git_commit", "command", "device_kind", "versions"} <= set(record["provenance"])
+    assert {"commit", "command", "device_kind", "versions"} <= set(record["provenance"])
     run = record["jaxsim"]["CartPole-v1"]
     assert run["total_steps_per_seed"] == 4096 and run["curve"]
     assert run["target"] == 475.0 and isinstance(run["reached"], bool)

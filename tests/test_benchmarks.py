@@ -29,7 +29,7 @@ PROVENANCE_FIELDS = {
     "jax_backend",
     "device_kind",
     "num_devices",
-    "git_commit",
+    "commit",
     "command",
 }
 
@@ -141,7 +141,7 @@ def test_provenance_and_formatting():
     p = _common.provenance(packages=("gymnasium", "surely-not-installed-pkg"))
     assert PROVENANCE_FIELDS <= set(p)
     assert p["versions"]["surely-not-installed-pkg"] is None
-    assert p["git_commit"] == "unknown" or len(p["git_commit"].removesuffix("-dirty")) == 40
+    assert p["commit"] == "unknown" or len(p["commit"].removesuffix("-dirty")) == 40
     assert _common.format_rate(20.2e6) == "20.2M" and _common.format_rate(51e3) == "51k"
     table = _common.format_table(["impl", "N=1"], [["jaxsim", "1.2M"]])
     assert table.splitlines()[1] == "|--------|-----:|"
@@ -255,7 +255,7 @@ def test_front_door_keeps_finished_records_when_a_suite_fails_or_hangs(tmp_path,
                 "cpu_count": 2,
                 "loadavg_1_5_15min": None,
                 "versions": {"jax": "x"},
-                "git_commit": "unknown",
+                "commit": "unknown",
             },
         },
     )
@@ -364,7 +364,7 @@ def _prov(device_kind="cpu", backend="cpu", utc="2026-11-29T12:00:00+00:00", com
         "jax_backend": backend,
         "device_kind": device_kind,
         "num_devices": 1,
-        "git_commit": "abc123",
+        "commit": "abc123",
         "command": command,
     }
 

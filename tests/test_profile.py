@@ -476,7 +476,7 @@ def test_breakdown_benchmark_end_to_end(tmp_path):
     cases = ["--cases", "ppo_scan,gym_sync", "--agent", "dqn"]
     assert breakdown.main([*tiny, *cases, "--out", str(out)]) == 0
     record = json.loads(out.read_text())
-    assert {"git_commit", "versions", "device_kind"} <= set(record["provenance"])
+    assert {"commit", "versions", "device_kind"} <= set(record["provenance"])
     results = {r["case"]: r for r in record["results"]}
     assert results["dqn"]["status"] == "skipped" and not record["off_policy"]["measured"]
     assert results["ppo_scan"]["status"] == "ok"
