@@ -406,7 +406,7 @@ def finite_json(obj):
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     if isinstance(obj, dict):
-        return {k: finite_json(v) for k, v in obj.items()}
+        return {str(k): finite_json(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
         return [finite_json(v) for v in obj]
     return obj

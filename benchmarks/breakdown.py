@@ -33,7 +33,6 @@ import dataclasses
 import functools
 import importlib
 import importlib.util
-import math
 import sys
 import traceback
 from collections.abc import Callable
@@ -48,6 +47,7 @@ import jaxsim
 from benchmarks._common import (
     RESULTS_DIR,
     append_jsonl,
+    finite_json,
     format_table,
     machine_tag,
     provenance,
@@ -493,7 +493,7 @@ def main(argv=None) -> int:
             traceback.print_exc()
             record = {"case": name, "status": "failed", "error": f"{type(e).__name__}: {e}"}
         results.append(record)
-        append_jsonl(partial, _finite(record))
+        append_jsonl(partial, finite_json(record))
 
     off_policy = {
         "measured": any(r.get("kind") == "off-policy" and r["status"] == "ok" for r in results),
@@ -509,7 +509,7 @@ def main(argv=None) -> int:
         "results": results,
         "off_policy": off_policy,
     }
-    write_json_atomic(out, _finite(result))
+    write_json_atomic(out, finite_json(result))
     partial.unlink(missing_ok=True)
     png = out.with_suffix(".png")
     ok = [r for r in results if r["status"] == "ok"]
@@ -558,16 +558,6 @@ def _table(results) -> str:
 
 def _pct(x) -> str:
     return "" if x is None else f"{100 * x:+.1f}%"
-
-
-def _finite(obj):
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 if __name__ == "__main__":
