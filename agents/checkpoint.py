@@ -10,7 +10,6 @@ count, so a resumed run continues bit for bit. A `config.json` beside it is for 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from typing import Any, NamedTuple
@@ -50,12 +49,6 @@ def atomic_write(path: str, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _overrides(env: jaxsim.Env) -> dict[str, Any]:
-    ours = dataclasses.asdict(env.default_params)
-    defaults = dataclasses.asdict(type(env)().default_params)
-    return {k: getattr(v, "item", lambda v=v: v)() for k, v in ours.items() if v != defaults[k]}
-
-
 def save_checkpoint(
     path: str,
     runner: RunnerState,
@@ -66,8 +59,9 @@ def save_checkpoint(
 ) -> None:
     """Saves `runner` (a single run, or `num_seeds` stacked ones) and its config to `path`.
 
-    The environment is recorded as its id and the params that differ from its defaults
-    (`jaxsim.make(id, **overrides)` rebuilds it); `extra` (JSON-serialisable) joins the metadata.
+    The environment is recorded as its id and its `make` arguments, static config and params
+    overrides (`jaxsim.make(id, **overrides)` rebuilds it); `extra` (JSON-serialisable) joins
+    the metadata.
     """
     runner = jax.tree.map(lambda x: jax.random.key_data(x) if _is_key(x) else x, runner)
     state = serialization.to_state_dict(jax.device_get(runner))
@@ -75,7 +69,7 @@ def save_checkpoint(
     meta = {
         "format": FORMAT,
         "env_id": env.id,
-        "env_overrides": _overrides(env),
+        "env_overrides": env.make_kwargs(),
         "num_seeds": num_seeds,
         "update": int(update),
         "steps": int(update) * config.batch_size,

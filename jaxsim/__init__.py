@@ -1,9 +1,10 @@
 """jaxsim: reinforcement-learning experience at the speed of the hardware."""
 
-from jaxsim import rng, spaces
+from jaxsim import params, rng, spaces
 from jaxsim.core import Env, TimeStep
 from jaxsim.envs import make, registered_ids
 from jaxsim.fused import FusedConfig
+from jaxsim.params import UniformParams, uniform_params
 from jaxsim.policies import (
     MLPPolicy,
     OpenLoopPolicy,
@@ -13,8 +14,9 @@ from jaxsim.policies import (
     random_policy,
 )
 from jaxsim.profile import profile as profile
-from jaxsim.rollout import EpisodeStats, RolloutState, Trajectory, initial_state, rollout
+from jaxsim.rollout import initial_state, rollout
 from jaxsim.spaces import Box, Discrete
+from jaxsim.transition import EpisodeStats, RolloutState, Trajectory
 
 __version__ = "0.1.0"
 
@@ -30,13 +32,16 @@ __all__ = [
     "RolloutState",
     "TimeStep",
     "Trajectory",
+    "UniformParams",
     "init_mlp_policy",
     "initial_state",
     "make",
     "orthogonal_init",
+    "params",
     "random_policy",
     "registered_ids",
     "rng",
     "rollout",
     "spaces",
+    "uniform_params",
 ]

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, ClassVar, Generic, TypeVar
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxsim import params as params_lib
 from jaxsim import rng
 from jaxsim.spaces import Space
+from jaxsim.transition import env_transition, stack_obs
 
 State = TypeVar("State")
 Params = TypeVar("Params")
@@ -40,27 +41,45 @@ class Env(Generic[State, Params]):
     - `obs_fields(state, params)`: the observation's components, stacked on the last axis by
       `observe`.
 
-    The base class owns the time limit: `step` counts steps and sets `truncated` once
-    `state.time` reaches `params.max_episode_steps`. `step` never resets.
+    Settings come in two kinds (see `jaxsim.params`): `params_type`, a pytree of values that may
+    differ between rollouts and between environments without recompiling, and `config_type`,
+    the static config that fixes array shapes (read it as `self.config`). `jaxsim.make(id,
+    **kwargs)` takes fields of both, validated against their declarations. The base class owns
+    the time limit (`jaxsim.transition.env_transition`): `step` counts steps and sets
+    `truncated` once `state.time` reaches `params.max_episode_steps`. `step` never resets.
 
-    Environments compare and hash by (class, overrides), so a jitted rollout compiled for one is
-    reused for an equal one.
+    Environments compare and hash by (class, static config, params overrides): a jitted rollout
+    compiled for one is reused for an equal one, and a change of static config recompiles.
     """
 
     id: ClassVar[str]
     params_type: ClassVar[type]
     state_type: ClassVar[type]
+    config_type: ClassVar[type] = params_lib.NoConfig
     num_reset_uniforms: ClassVar[int]
-    # True if `dynamics` needs randomness; the classic-control environments are deterministic.
+    # True if `dynamics(state, action, params, key)` takes a key; the classic-control
+    # environments are deterministic, and the fused kernel runs only deterministic dynamics.
     stochastic: ClassVar[bool] = False
 
-    def __init__(self, **overrides):
-        fields = {f.name for f in dataclasses.fields(self.params_type)}
-        unknown = sorted(set(overrides) - fields)
+    def __init__(self, **kwargs):
+        param_specs = {s.name: s for s in params_lib.specs(self.params_type)}
+        config_specs = {s.name: s for s in params_lib.specs(self.config_type)}
+        unknown = sorted(set(kwargs) - set(param_specs) - set(config_specs))
         if unknown:
             raise TypeError(
-                f"{self.id}: unknown parameter(s) {unknown}; valid parameters are {sorted(fields)}"
+                f"{self.id}: unknown argument(s) {unknown}; params are {sorted(param_specs)}"
+                + (f", static config is {sorted(config_specs)}" if config_specs else "")
             )
+        config = {
+            k: config_specs[k].check(self.id, v) for k, v in kwargs.items() if k in config_specs
+        }
+        self._config = self.config_type(**config)
+        self._config_overrides = tuple(sorted(config.items()))
+        overrides = {}
+        for name, value in kwargs.items():
+            if name in param_specs:
+                spec = param_specs[name]
+                overrides[name] = spec.check(self.id, value, spec.resolve_shape(self._config))
         self._overrides = tuple(sorted(overrides.items()))
 
     # -- to implement -----------------------------------------------------------------------------
@@ -81,12 +100,43 @@ class Env(Generic[State, Params]):
 
     # -- provided ---------------------------------------------------------------------------------
     @property
+    def config(self):
+        """The static config (a frozen dataclass of `config_type`)."""
+        return self._config
+
+    @property
     def default_params(self) -> Params:
-        return self.params_type(**dict(self._overrides))
+        """The class's defaults with `make`'s overrides; array-valued fields at their shapes."""
+        values = {}
+        for spec in params_lib.specs(self.params_type):
+            shape = spec.resolve_shape(self._config)
+            if shape:
+                values[spec.name] = spec.check(self.id, spec.default, shape)
+        values.update(self._overrides)
+        return self.params_type(**values)
+
+    def param_shapes(self) -> dict[str, tuple[int, ...]]:
+        """Each params field's declared shape for one environment (resolved against config)."""
+        return {s.name: s.resolve_shape(self._config) for s in params_lib.specs(self.params_type)}
+
+    def params_axes(self, params: Params, num_envs: int, owner: str = "rollout"):
+        """Which params leaves are per environment (0) or shared (None); see `jaxsim.params`."""
+        self.check_params(params)
+        specs = params_lib.specs(self.params_type)
+        shapes = [s.resolve_shape(self._config) for s in specs]
+        return params_lib.batch_axes(
+            f"{owner}: params of {self.id}", specs, shapes, params, num_envs
+        )
+
+    def make_kwargs(self) -> dict[str, Any]:
+        """`jaxsim.make(self.id, **self.make_kwargs())` rebuilds this environment."""
+        kwargs = dict(self._config_overrides)
+        for name, value in self._overrides:
+            kwargs[name] = value.tolist() if hasattr(value, "tolist") else value
+        return kwargs
 
     def observe(self, state: State, params: Params) -> jax.Array:
-        fields = self.obs_fields(state, params)
-        return jnp.stack([jnp.asarray(f, jnp.float32) for f in fields], axis=-1)
+        return stack_obs(jnp.asarray(f, jnp.float32) for f in self.obs_fields(state, params))
 
     def reset(self, key: jax.Array, params: Params) -> tuple[State, jax.Array]:
         """A fresh episode for one environment: (state, obs)."""
@@ -103,9 +153,6 @@ class Env(Generic[State, Params]):
             rng.uniform(seed, index, counter, rng.RESET_STREAM + j)
             for j in range(self.num_reset_uniforms)
         )
-        return self.reset_from_uniforms(u, params)
-
-    def reset_from_uniforms(self, u, params: Params) -> tuple[State, jax.Array]:
         state = self.init_state(u, params)
         return state, self.observe(state, params)
 
@@ -113,18 +160,12 @@ class Env(Generic[State, Params]):
         self, key: jax.Array, state: State, action: jax.Array, params: Params
     ) -> tuple[State, TimeStep]:
         """One step of one environment. Never resets; see `jaxsim.rollout` for auto-reset."""
-        del key  # The classic-control dynamics are deterministic.
         self.check_params(params)
-        state, reward, terminated = self.dynamics(state, action, params)
-        state = state.replace(time=state.time + jnp.int32(1))
-        truncated = state.time >= params.max_episode_steps
-        ts = TimeStep(
-            obs=self.observe(state, params),
-            reward=jnp.asarray(reward, jnp.float32),
-            terminated=jnp.asarray(terminated, jnp.bool_),
-            truncated=jnp.asarray(truncated, jnp.bool_),
+        state, obs_fields, reward, terminated, truncated = env_transition(
+            self, state, action, params, key
         )
-        return state, ts
+        obs = stack_obs(jnp.asarray(f, jnp.float32) for f in obs_fields)
+        return state, TimeStep(obs, reward, terminated, truncated)
 
     def check_params(self, params) -> None:
         if not isinstance(params, self.params_type):
@@ -133,12 +174,20 @@ class Env(Generic[State, Params]):
                 f"(use env.default_params), got {type(params).__name__}"
             )
 
+    def _key(self):
+        return type(self), self._config_overrides, self._overrides_key()
+
+    def _overrides_key(self):
+        return tuple(
+            (k, (v.shape, v.tobytes()) if hasattr(v, "tobytes") else v) for k, v in self._overrides
+        )
+
     def __eq__(self, other):
-        return type(other) is type(self) and other._overrides == self._overrides
+        return isinstance(other, Env) and other._key() == self._key()
 
     def __hash__(self):
-        return hash((type(self), self._overrides))
+        return hash(self._key())
 
     def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self._overrides)
+        args = ", ".join(f"{k}={v!r}" for k, v in self.make_kwargs().items())
         return f"jaxsim.make({self.id!r}{', ' if args else ''}{args})"

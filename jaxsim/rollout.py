@@ -10,107 +10,29 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
 from jaxsim import rng
 from jaxsim.core import Env
 from jaxsim.policies import OpenLoopPolicy, random_policy
 from jaxsim.spaces import Space
+from jaxsim.transition import (
+    STEP_OUTPUTS,
+    Carry,
+    EpisodeStats,
+    Lanes,
+    ResetDraws,
+    RolloutState,
+    Trajectory,
+    batch_step,
+    check_outputs,
+    initial_carry,
+    stack_obs,
+    with_episode_params,
+)
+
+__all__ = ["EpisodeStats", "RolloutState", "Trajectory", "initial_state", "rollout"]
 
 BACKENDS = ("auto", "scan", "fused")
-
-# What `rollout(..., outputs=...)` can keep. Writing the trajectory back is most of the memory
-# traffic once stepping is fused, so callers keep only what they use; `final_state` is always kept.
-STEP_OUTPUTS = (
-    "obs",
-    "action",
-    "reward",
-    "terminated",
-    "truncated",
-    "next_obs",
-    "extras",
-    "episode_return",
-    "episode_length",
-)
-OUTPUT_PRESETS = {
-    "all": STEP_OUTPUTS,
-    "rewards": ("reward", "terminated", "truncated"),
-    "stats": ("episode_stats",),
-}
-
-
-@struct.dataclass
-class RolloutState:
-    """Where a batch of environments stands between steps; pass it back as `state=`.
-
-    Leaves have leading shape [num_envs]. `episode_return` and `episode_length` accumulate the
-    episode in progress, so statistics of episodes that straddle two rollouts come out whole.
-    """
-
-    env_state: Any
-    obs: jax.Array
-    episode_return: jax.Array  # float32[num_envs]
-    episode_length: jax.Array  # int32[num_envs]
-
-    @property
-    def num_envs(self) -> int:
-        return self.obs.shape[0]
-
-
-@struct.dataclass
-class EpisodeStats:
-    """Statistics of the episodes that ended inside a rollout (jittable; zeros if none ended)."""
-
-    count: jax.Array
-    mean_return: jax.Array
-    std_return: jax.Array
-    mean_length: jax.Array
-
-
-@struct.dataclass
-class Trajectory:
-    """A rollout's experience. Per-step leaves have leading shape [n, num_envs].
-
-    `next_obs[t]` is the true next observation, taken before auto-reset: on a step that ends an
-    episode it is the terminal observation and `obs[t + 1]` is the fresh reset one.
-    `episode_return[t]` and `episode_length[t]` are the running totals of the episode including
-    step t; where `done[t]` they are the finished episode's return and length.
-
-    A per-step field that `rollout(..., outputs=...)` left out is None. `stats` holds the episode
-    statistics when "episode_stats" was asked for (computed without keeping the per-step fields).
-    """
-
-    obs: jax.Array
-    action: jax.Array
-    reward: jax.Array
-    terminated: jax.Array
-    truncated: jax.Array
-    next_obs: jax.Array
-    extras: Any
-    episode_return: jax.Array
-    episode_length: jax.Array
-    final_state: RolloutState
-    stats: EpisodeStats | None = None
-
-    @property
-    def done(self) -> jax.Array:
-        return self.terminated | self.truncated
-
-    def episode_stats(self) -> EpisodeStats:
-        if self.stats is not None:
-            return self.stats
-        done = self.done
-        count = done.sum()
-        denom = jnp.maximum(count, 1)
-        mean = jnp.where(done, self.episode_return, 0.0).sum() / denom
-        var = jnp.where(done, (self.episode_return - mean) ** 2, 0.0).sum() / denom
-        mean_length = jnp.where(done, self.episode_length, 0).sum() / denom
-        return EpisodeStats(count, mean, jnp.sqrt(var), mean_length)
-
-    def finished_episodes(self) -> tuple[np.ndarray, np.ndarray]:
-        """(returns, lengths) of every episode that ended, in step-major order, on the host."""
-        done = np.asarray(self.done)
-        return np.asarray(self.episode_return)[done], np.asarray(self.episode_length)[done]
 
 
 # ------------------------------------------------------------------------------- input checking
@@ -138,13 +60,59 @@ def _batch_sizes(tree) -> set[int]:
     return {leaf.shape[0] if leaf.ndim else -1 for leaf in jax.tree.leaves(tree)}
 
 
-def _check_state(env: Env, state, num_envs: int | None, params) -> RolloutState | None:
+def _state_size(state) -> int | None:
+    """The batch size of a `state=` argument, or None if there is none to read."""
+    if isinstance(state, RolloutState):
+        return state.num_envs
+    time = getattr(state, "time", None)
+    return time.shape[0] if getattr(time, "ndim", 0) else None
+
+
+def _check_sampler(env: Env, sampler, num_envs: int) -> None:
+    """A params sampler must draw known fields at their declared shapes, one per environment."""
+    if sampler is None:
+        return
+    fields = getattr(sampler, "fields", None)
+    if not callable(getattr(sampler, "draw", None)) or not isinstance(fields, tuple):
+        raise TypeError(
+            "rollout: params_sampler must have `fields` (a tuple of names) and an elementwise "
+            "`draw(seed, index, counter)`, e.g. jaxsim.uniform_params(env, gravity=(9.0, 10.5)); "
+            f"got {type(sampler).__name__}"
+        )
+    shapes = env.param_shapes()
+    unknown = sorted(set(fields) - set(shapes))
+    if unknown:
+        raise ValueError(
+            f"rollout: params_sampler draws {unknown}, which are not params of {env.id}; "
+            f"its params are {sorted(shapes)}"
+        )
+    u32 = jax.ShapeDtypeStruct((), jnp.uint32)
+    index = jax.ShapeDtypeStruct((num_envs,), jnp.uint32)
+    drawn = jax.eval_shape(sampler.draw, (u32, u32), index, u32)
+    if sorted(drawn) != sorted(fields):
+        raise ValueError(
+            f"rollout: params_sampler.draw returned {sorted(drawn)}, but its fields are {fields}"
+        )
+    for name, value in drawn.items():
+        expected = (num_envs, *shapes[name])
+        if value.shape != expected:
+            raise ValueError(
+                f"rollout: params_sampler draws {name!r} of shape {value.shape} for {num_envs} "
+                f"environments; it needs {expected} (its declared shape {shapes[name]} per "
+                "environment)"
+            )
+
+
+def _check_state(
+    env: Env, state, num_envs: int, params, params_axes, sampler
+) -> RolloutState | None:
     if state is None:
         return None
     if isinstance(state, env.state_type):
+        obs = jax.vmap(env.observe, in_axes=(0, params_axes))(state, params)
         state = RolloutState(
             env_state=state,
-            obs=jax.vmap(env.observe, in_axes=(0, None))(state, params),
+            obs=obs,
             episode_return=jnp.zeros(state.time.shape, jnp.float32),
             episode_length=jnp.asarray(state.time, jnp.int32),
         )
@@ -164,8 +132,15 @@ def _check_state(env: Env, state, num_envs: int | None, params) -> RolloutState 
             f"rollout: every leaf of state must have the same leading (batch) size, got {sizes}"
         )
     (size,) = sizes
-    if num_envs is not None and size != num_envs:
+    if size != num_envs:
         raise ValueError(f"rollout: state holds {size} environments but num_envs={num_envs}")
+    drawn = sorted(state.episode_params or ())
+    wanted = sorted(sampler.fields) if sampler is not None else []
+    if drawn != wanted:
+        raise ValueError(
+            f"rollout: state carries per-episode params {drawn} but params_sampler draws "
+            f"{wanted}: continue a rollout with the params_sampler it was started with"
+        )
     return state
 
 
@@ -177,28 +152,6 @@ def _check_action(space: Space, action, num_envs: int) -> None:
             f"{action.dtype}; the action space {space} with num_envs={num_envs} needs shape "
             f"{expected} and dtype {jnp.dtype(space.dtype).name}"
         )
-
-
-def _check_outputs(outputs) -> tuple[str, ...]:
-    """A preset name or a collection of names -> the names, in `STEP_OUTPUTS` order."""
-    valid = (*STEP_OUTPUTS, "episode_stats")
-    if isinstance(outputs, str):
-        if outputs not in OUTPUT_PRESETS:
-            raise ValueError(
-                f"rollout: unknown outputs preset {outputs!r}; presets are "
-                f"{sorted(OUTPUT_PRESETS)}, or give a collection of names from {valid}"
-            )
-        return OUTPUT_PRESETS[outputs]
-    try:
-        names = set(outputs)
-    except TypeError:
-        raise TypeError(
-            f"rollout: outputs must be a preset name or a collection of names, got {outputs!r}"
-        ) from None
-    unknown = sorted(str(x) for x in names - set(valid))
-    if unknown:
-        raise ValueError(f"rollout: unknown outputs {unknown}; valid names are {valid}")
-    return tuple(x for x in valid if x in names)
 
 
 def _split_policy_output(out):
@@ -233,37 +186,37 @@ def _combine(dynamic, static):
 
 
 # ------------------------------------------------------------------------------------ scan backend
-def _tree_where(cond, a, b):
-    def select(x, y):
-        c = cond.reshape(cond.shape + (1,) * (x.ndim - cond.ndim))
-        return jnp.where(c, x, y)
+def initial_state(
+    env: Env, key: jax.Array, num_envs: int, params=None, params_sampler=None
+) -> RolloutState:
+    """The batch a rollout starts from when given no state: env i reset at counter 0.
 
-    return jax.tree.map(select, a, b)
-
-
-def initial_state(env: Env, key: jax.Array, num_envs: int, params) -> RolloutState:
-    """The batch a rollout starts from when given no state: env i reset at counter 0."""
-    seed = rng.seed_from_key(jax.random.split(key, 3)[0])
-    index = jnp.arange(num_envs, dtype=jnp.uint32)
-    env_state, obs = jax.vmap(env.reset_at, in_axes=(None, 0, None, None))(seed, index, 0, params)
-    zeros = jnp.zeros((num_envs,), jnp.float32)
-    return RolloutState(env_state, obs, zeros, jnp.zeros((num_envs,), jnp.int32))
+    With a `params_sampler`, each environment's first episode draws its params at counter 0.
+    """
+    params = env.default_params if params is None else params
+    params_axes = env.params_axes(params, num_envs, owner="initial_state")
+    draws = ResetDraws.for_rollout(env, key, num_envs, params_sampler)
+    lanes = Lanes(vmapped=True)
+    carry = initial_carry(env, lanes, params, params_axes, draws, with_sums=False)
+    return carry.to_state(env, lanes, params, params_axes)
 
 
-def _scan_rollout(env, policy_static, n, num_envs, policy_dynamic, key, params, state):
+def _scan_rollout(env, static, n, num_envs, outputs, dynamic, key, params, state):
+    policy_static, sampler_static = static
+    policy_dynamic, sampler_dynamic = dynamic
     policy = _combine(policy_dynamic, policy_static)
+    sampler = None if sampler_static is None else _combine(sampler_dynamic, sampler_static)
     # Shapes and dtypes never depend on params values, which may be traced here.
     space = env.action_space(env.default_params)
-    k_reset, k_policy, k_step = jax.random.split(key, 3)
-    seed = rng.seed_from_key(k_reset)
-    index = jnp.arange(num_envs, dtype=jnp.uint32)
+    params_axes = env.params_axes(params, num_envs)
+    lanes = Lanes(vmapped=True)
+    draws = ResetDraws.for_rollout(env, key, num_envs, sampler)
+    with_sums = "episode_stats" in outputs
     if state is None:
-        state = initial_state(env, key, num_envs, params)
-    # Loop-invariant halves of the reset draws: each step then costs one hash per uniform.
-    reset_keys = [
-        rng.stream_key(seed, index, rng.RESET_STREAM + j) for j in range(env.num_reset_uniforms)
-    ]
-    step_in_axes = (0 if env.stochastic else None, 0, 0, None)
+        carry = initial_carry(env, lanes, params, params_axes, draws, with_sums)
+    else:
+        carry = Carry.from_state(state, with_sums)
+    _, k_policy, k_step = jax.random.split(key, 3)
     # Per-step policy keys (and, for counter-based policies, their seeds) are drawn before the
     # loop: on the CPU each threefry call in the body is a rolled loop costing about a microsecond.
     steps = jnp.arange(n, dtype=jnp.int32)
@@ -274,71 +227,42 @@ def _scan_rollout(env, policy_static, n, num_envs, policy_dynamic, key, params, 
         policy_inputs = policy.actions[:n]
     else:
         policy_inputs = jax.vmap(rng.seed_from_key)(policy_keys) if seeded else policy_keys
+    fields = tuple(f for f in STEP_OUTPUTS if f in outputs)
 
-    def body(carry: RolloutState, xs):
+    def body(carry: Carry, xs):
         t, policy_input = xs
+        step_params, step_axes = with_episode_params(params, params_axes, carry.episode_params)
+        obs = stack_obs(lanes.observe(env, carry.env_state, step_params, step_axes))
         with jax.named_scope("policy"):
             if open_loop:
                 out = policy_input
             elif seeded:
-                out = seeded(policy_input, index, carry.obs)
+                out = seeded(policy_input, draws.index, obs)
             else:
-                out = policy(policy_input, carry.obs)
+                out = policy(policy_input, obs)
             action, extras = _split_policy_output(out)
             _check_action(space, action, num_envs)
         with jax.named_scope("env_step"):
-            step_key = jax.random.fold_in(k_step, t)
+            step_keys = None
             if env.stochastic:
-                step_key = jax.random.split(step_key, num_envs)
-            env_state, ts = jax.vmap(env.step, in_axes=step_in_axes)(
-                step_key, carry.env_state, action, params
-            )
-        with jax.named_scope("auto_reset"):
-            done = ts.terminated | ts.truncated
-            episode_return = carry.episode_return + ts.reward
-            episode_length = carry.episode_length + 1
+                step_keys = jax.random.split(jax.random.fold_in(k_step, t), num_envs)
             counter = (t + 1).astype(jnp.uint32)
-            u = tuple(rng.to_uniform(rng.bits_from_stream_key(k, counter)) for k in reset_keys)
-            reset_state = jax.vmap(env.init_state, in_axes=(0, None))(u, params)
-            env_state = _tree_where(done, reset_state, env_state)
-            next_carry = RolloutState(
-                env_state=env_state,
-                # Observing the selected state, rather than selecting between two observations,
-                # keeps XLA from duplicating the step's fusion into the select (measured ~2x).
-                obs=jax.vmap(env.observe, in_axes=(0, None))(env_state, params),
-                episode_return=jnp.where(done, 0.0, episode_return),
-                episode_length=jnp.where(done, 0, episode_length),
+            carry, rec = batch_step(
+                env, lanes, carry, action, params, params_axes, counter, draws, step_keys
             )
-        record = dict(
-            obs=carry.obs,
-            action=action,
-            reward=ts.reward,
-            terminated=ts.terminated,
-            truncated=ts.truncated,
-            next_obs=ts.obs,
-            extras=extras,
-            episode_return=episode_return,
-            episode_length=episode_length,
-        )
-        return next_carry, record
+        values = dict(rec, obs=obs, action=action, extras=extras)
+        values["next_obs"] = stack_obs(rec["next_obs"])
+        return carry, {name: values[name] for name in fields}
 
     with jax.named_scope("rollout"):
-        final_state, rec = jax.lax.scan(body, state, (steps, policy_inputs))
-    return Trajectory(final_state=final_state, **rec)
+        carry, record = jax.lax.scan(body, carry, (steps, policy_inputs))
+    per_step = {name: record.get(name) for name in STEP_OUTPUTS}
+    stats = carry.sums.stats() if with_sums else None
+    final_state = carry.to_state(env, lanes, params, params_axes)
+    return Trajectory(**per_step, final_state=final_state, stats=stats)
 
 
-_scan_rollout_jit = jax.jit(_scan_rollout, static_argnums=(0, 1, 2, 3))
-
-
-def _scan_rollout_outputs(env, policy_static, n, num_envs, outputs, *args):
-    """The scan backend keeping only `outputs`: the rest never leaves the jitted function."""
-    traj = _scan_rollout(env, policy_static, n, num_envs, *args)
-    stats = traj.episode_stats() if "episode_stats" in outputs else None
-    dropped = {name: None for name in STEP_OUTPUTS if name not in outputs}
-    return traj.replace(stats=stats, **dropped)
-
-
-_scan_rollout_outputs_jit = jax.jit(_scan_rollout_outputs, static_argnums=(0, 1, 2, 3, 4))
+_scan_rollout_jit = jax.jit(_scan_rollout, static_argnums=(0, 1, 2, 3, 4))
 
 
 # ------------------------------------------------------------------------------------- public API
@@ -355,6 +279,7 @@ def rollout(
     outputs: str | Iterable[str] = "all",
     fused_config=None,
     checks: bool = False,
+    params_sampler=None,
 ) -> Trajectory:
     """Steps `num_envs` copies of `env` for `n` steps under `policy`, auto-resetting.
 
@@ -368,7 +293,10 @@ def rollout(
       n: number of steps.
       num_envs: batch size; defaults to the batch of `state`, else 1.
       key: a PRNG key for resets and the policy; defaults to `jax.random.key(0)`.
-      params: the env's params (default `env.default_params`), shared by all environments.
+      params: the env's params (default `env.default_params`). Each leaf has its field's
+        declared shape (shared by every environment) or that shape with a leading `num_envs`
+        axis (one value per environment: domain randomisation), mixed freely. Spaces come from
+        `env.default_params`; params act on the physics only.
       state: where to continue from: a previous `Trajectory.final_state` (or a batched env state).
         If None, every environment starts from a counter-based reset.
       backend: "scan" (`lax.scan` over vmapped steps: any environment and policy), "fused" (a
@@ -383,6 +311,11 @@ def rollout(
         None for its defaults. Used by the fused backend only.
       checks: if True, raise `FloatingPointError` naming the first step and environment whose
         observation or reward is NaN or inf. Needs concrete inputs (not under `jit`).
+      params_sampler: draws params fields afresh for every episode, e.g.
+        `jaxsim.uniform_params(env, gravity=(9.0, 10.5))`: at each auto-reset (and at the
+        start) environment i draws `params_sampler.draw(seed, i, counter)` with counter-based
+        randomness, overriding those fields of `params` for the episode. The fields drawn for
+        the episodes in progress travel in `final_state.episode_params`.
 
     Returns:
       A `Trajectory` whose per-step leaves have leading shape [n, num_envs], with `final_state`.
@@ -401,35 +334,38 @@ def rollout(
             f"(env.default_params), got {type(params).__name__}"
         )
     key = _check_key(key)
-    outputs = _check_outputs(outputs)
+    outputs = check_outputs(outputs)
     if isinstance(policy, str):
         if policy != "random":
             raise ValueError(f"rollout: the only named policy is 'random', got {policy!r}")
-        policy = random_policy(env, params)
+        policy = random_policy(env)
     if not callable(policy):
         raise TypeError(f"rollout: policy must be callable, got {type(policy).__name__}")
-    state = _check_state(env, state, num_envs, params)
     if num_envs is None:
-        num_envs = state.num_envs if state is not None else 1
+        num_envs = _state_size(state) or 1
+    params_axes = env.params_axes(params, num_envs)
+    _check_sampler(env, params_sampler, num_envs)
+    state = _check_state(env, state, num_envs, params, params_axes, params_sampler)
 
-    from jaxsim import fused  # deferred: it loads Pallas, and it imports this module
+    from jaxsim import fused  # deferred: it loads Pallas
 
     if backend == "auto":
         backend = fused.auto_backend(env, policy)
     if backend == "fused":
         traj = fused.fused_rollout(
             env, policy, n, num_envs=num_envs, key=key, params=params, state=state,
-            outputs=outputs, config=fused_config,
+            outputs=outputs, config=fused_config, params_sampler=params_sampler,
         )  # fmt: skip
     else:
         if isinstance(policy, OpenLoopPolicy):
             policy.check(env.action_space(env.default_params), n, num_envs)
         policy_dynamic, policy_static = _partition(policy)
-        args = (policy_dynamic, key, params, state)
-        if outputs == STEP_OUTPUTS:
-            traj = _scan_rollout_jit(env, policy_static, n, num_envs, *args)
-        else:
-            traj = _scan_rollout_outputs_jit(env, policy_static, n, num_envs, outputs, *args)
+        sampler_dynamic, sampler_static = None, None
+        if params_sampler is not None:
+            sampler_dynamic, sampler_static = _partition(params_sampler)
+        static = (policy_static, sampler_static)
+        dynamic = (policy_dynamic, sampler_dynamic)
+        traj = _scan_rollout_jit(env, static, n, num_envs, outputs, dynamic, key, params, state)
     if checks:
         _raise_on_nonfinite(traj)
     return traj

@@ -35,7 +35,7 @@ def test_overrides_replace_params_and_unknown_ones_are_named():
     assert env.default_params.gravity == 9.81
     assert env == jaxsim.make("CartPole-v1", gravity=9.81, max_episode_steps=20)
     assert env != jaxsim.make("CartPole-v1")
-    with pytest.raises(TypeError, match=r"unknown parameter\(s\) \['gravty'\].*'gravity'"):
+    with pytest.raises(TypeError, match=r"unknown argument\(s\) \['gravty'\].*'gravity'"):
         jaxsim.make("CartPole-v1", gravty=9.81)
 
 

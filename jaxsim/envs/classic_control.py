@@ -14,9 +14,22 @@ import numpy as np
 from flax import struct
 
 from jaxsim.core import Env
+from jaxsim.params import field
 from jaxsim.spaces import Box, Discrete
 
 _F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _steps(default: int):
+    return field(default, ge=1, lt=2**31, doc="the time limit: truncate after this many steps")
+
+
+def _pos(default: float, doc: str = ""):
+    return field(default, gt=0.0, doc=doc)
+
+
+def _nonneg(default: float, doc: str = ""):
+    return field(default, ge=0.0, doc=doc)
 
 
 def _between(u, low, high):
@@ -32,15 +45,15 @@ def _time0(u):
 @struct.dataclass
 class CartPoleParams:
     gravity: float = 9.8
-    masscart: float = 1.0
-    masspole: float = 0.1
-    length: float = 0.5  # half the pole's length
-    force_mag: float = 10.0
-    tau: float = 0.02  # seconds between state updates (explicit Euler)
-    theta_threshold_radians: float = 12 * 2 * math.pi / 360
-    x_threshold: float = 2.4
-    reset_bound: float = 0.05
-    max_episode_steps: int = 500
+    masscart: float = _pos(1.0)
+    masspole: float = _pos(0.1)
+    length: float = _pos(0.5, "half the pole's length")
+    force_mag: float = _nonneg(10.0)
+    tau: float = _pos(0.02, "seconds between state updates (explicit Euler)")
+    theta_threshold_radians: float = _pos(12 * 2 * math.pi / 360)
+    x_threshold: float = _pos(2.4)
+    reset_bound: float = _nonneg(0.05)
+    max_episode_steps: int = _steps(500)
 
 
 @struct.dataclass
@@ -102,15 +115,15 @@ class CartPole(Env[CartPoleState, CartPoleParams]):
 # ---------------------------------------------------------------------------------------- Pendulum
 @struct.dataclass
 class PendulumParams:
-    max_speed: float = 8.0
-    max_torque: float = 2.0
-    dt: float = 0.05
+    max_speed: float = _pos(8.0)
+    max_torque: float = _nonneg(2.0)
+    dt: float = _pos(0.05)
     g: float = 10.0
-    m: float = 1.0
-    l: float = 1.0
-    reset_theta: float = math.pi
-    reset_theta_dot: float = 1.0
-    max_episode_steps: int = 200
+    m: float = _pos(1.0)
+    l: float = _pos(1.0)
+    reset_theta: float = _nonneg(math.pi)
+    reset_theta_dot: float = _nonneg(1.0)
+    max_episode_steps: int = _steps(200)
 
 
 @struct.dataclass
@@ -194,14 +207,14 @@ class _MountainCarBase(Env):
 class MountainCarParams:
     min_position: float = -1.2
     max_position: float = 0.6
-    max_speed: float = 0.07
+    max_speed: float = _pos(0.07)
     goal_position: float = 0.5
     goal_velocity: float = 0.0
-    force: float = 0.001
+    force: float = _nonneg(0.001)
     gravity: float = 0.0025
     reset_low: float = -0.6
     reset_high: float = -0.4
-    max_episode_steps: int = 200
+    max_episode_steps: int = _steps(200)
 
 
 class MountainCar(_MountainCarBase):
@@ -225,14 +238,14 @@ class MountainCarContinuousParams:
     max_action: float = 1.0
     min_position: float = -1.2
     max_position: float = 0.6
-    max_speed: float = 0.07
+    max_speed: float = _pos(0.07)
     goal_position: float = 0.45
     goal_velocity: float = 0.0
-    power: float = 0.0015
+    power: float = _nonneg(0.0015)
     gravity: float = 0.0025
     reset_low: float = -0.6
     reset_high: float = -0.4
-    max_episode_steps: int = 999
+    max_episode_steps: int = _steps(999)
 
 
 class MountainCarContinuous(_MountainCarBase):
@@ -257,19 +270,19 @@ class MountainCarContinuous(_MountainCarBase):
 # ----------------------------------------------------------------------------------------- Acrobot
 @struct.dataclass
 class AcrobotParams:
-    dt: float = 0.2
-    link_length_1: float = 1.0
-    link_mass_1: float = 1.0
-    link_mass_2: float = 1.0
-    link_com_pos_1: float = 0.5
-    link_com_pos_2: float = 0.5
-    link_moi: float = 1.0
-    max_vel_1: float = 4 * math.pi
-    max_vel_2: float = 9 * math.pi
-    torque: float = 1.0  # actions 0, 1, 2 apply -torque, 0, +torque
+    dt: float = _pos(0.2)
+    link_length_1: float = _pos(1.0)
+    link_mass_1: float = _pos(1.0)
+    link_mass_2: float = _pos(1.0)
+    link_com_pos_1: float = _pos(0.5)
+    link_com_pos_2: float = _pos(0.5)
+    link_moi: float = _pos(1.0)
+    max_vel_1: float = _pos(4 * math.pi)
+    max_vel_2: float = _pos(9 * math.pi)
+    torque: float = _nonneg(1.0, "actions 0, 1, 2 apply -torque, 0, +torque")
     g: float = 9.8
-    reset_bound: float = 0.1
-    max_episode_steps: int = 500
+    reset_bound: float = _nonneg(0.1)
+    max_episode_steps: int = _steps(500)
 
 
 @struct.dataclass

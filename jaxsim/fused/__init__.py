@@ -5,15 +5,14 @@ takes any environment whose physics is the elementwise `init_state` / `dynamics`
 of `jaxsim.Env` (all five classic-control ones) and these policies: `RandomPolicy`,
 `MLPPolicy` (weights are kernel inputs; log-probabilities and values are recorded as extras),
 `OpenLoopPolicy` (actions given as an array), or any pytree policy with an elementwise
-`act_from_seed(seed, index, obs)`. For the same key it gives the scan backend's trajectories.
+`act_from_seed(seed, index, obs)`. Params may be shared or per environment, and a
+`params_sampler` whose leaves are arrays draws them per episode, as on the scan backend. Each
+step is `jaxsim.transition.batch_step` on a block of lanes, so for the same key it gives the
+scan backend's trajectories.
 """
 
-from jaxsim.fused.kernel import (
-    FusedConfig,
-    auto_backend,
-    fused_rollout,
-    unsupported_reason,
-)
+from jaxsim.fused.config import FusedConfig
+from jaxsim.fused.kernel import auto_backend, fused_rollout, unsupported_reason
 from jaxsim.policies import OpenLoopPolicy  # re-exported: it was first defined here
 
 __all__ = [

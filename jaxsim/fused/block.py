@@ -15,46 +15,11 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from flax import struct
 
-from jaxsim import rng
 from jaxsim.core import Env
 from jaxsim.policies import MLPPolicy, OpenLoopPolicy, RandomPolicy
 from jaxsim.spaces import Box, Discrete
-
-
-@struct.dataclass
-class EpisodeSums:
-    """Per-environment sums over the episodes that ended: what `EpisodeStats` is made from."""
-
-    count: jax.Array  # int32
-    return_sum: jax.Array  # float32
-    return_sq_sum: jax.Array  # float32
-    length_sum: jax.Array  # int32
-
-    @classmethod
-    def zeros(cls, num_envs: int) -> EpisodeSums:
-        i, f = jnp.zeros((num_envs,), jnp.int32), jnp.zeros((num_envs,), jnp.float32)
-        return cls(i, f, f, i)
-
-    def add(self, done, episode_return, episode_length) -> EpisodeSums:
-        r = jnp.where(done, episode_return, 0.0)
-        return EpisodeSums(
-            count=self.count + done.astype(jnp.int32),
-            return_sum=self.return_sum + r,
-            return_sq_sum=self.return_sq_sum + r * r,
-            length_sum=self.length_sum + jnp.where(done, episode_length, 0),
-        )
-
-
-@struct.dataclass
-class Carry:
-    """What a block keeps on chip between steps. Leaves are [B]; `sums` is None unless asked."""
-
-    env_state: Any
-    episode_return: jax.Array
-    episode_length: jax.Array
-    sums: EpisodeSums | None
+from jaxsim.transition import Lanes, batch_step, with_episode_params
 
 
 # ------------------------------------------------------------------------------ what can run fused
@@ -64,7 +29,7 @@ def env_unsupported_reason(env: Env) -> str | None:
     name = type(env).__name__
     if env.stochastic:
         return f"{name}'s dynamics draw random numbers from a key, which the kernel cannot pass"
-    for method in ("step", "observe", "reset_from_uniforms"):
+    for method in ("step", "observe", "reset_at"):
         if getattr(type(env), method) is not getattr(Env, method):
             return (
                 f"{name} overrides Env.{method}; the kernel evaluates init_state, dynamics and "
@@ -204,75 +169,29 @@ def pad_mlp(policy: MLPPolicy) -> MLPPolicy:
 
 
 # ---------------------------------------------------------------------------------- the step itself
-def reset_stream_keys(env: Env, seed, index) -> list[jax.Array]:
-    """The loop-invariant half of each auto-reset draw (as the scan backend hoists it)."""
-    streams = range(rng.RESET_STREAM, rng.RESET_STREAM + env.num_reset_uniforms)
-    return [rng.stream_key(seed, index, stream) for stream in streams]
-
-
-def obs_columns(env: Env, state, params) -> tuple[jax.Array, ...]:
-    """The observation as one float32 [B] array per component (`Env.observe` stacks these)."""
-    shape = jnp.shape(state.time)
-    return tuple(
-        jnp.broadcast_to(jnp.asarray(f, jnp.float32), shape) for f in env.obs_fields(state, params)
-    )
+BLOCK = Lanes(vmapped=False)  # a block's lanes: the environment's functions applied directly
 
 
 def step(
-    env,
-    policy: BlockPolicy,
-    policy_values,
-    params,
-    carry: Carry,
-    t,
-    index,
-    seed,
-    reset_keys,
-    fields,
+    env, policy: BlockPolicy, policy_values, params, params_axes, carry, t, seed, draws, fields
 ):
-    """Step `t` of a rollout on a block: policy, dynamics, episode totals, auto-reset.
+    """Step `t` of a rollout on a block: the policy, then `jaxsim.transition.batch_step`.
 
-    Mirrors one iteration of the scan backend's loop. `t` is the global step (int32), `seed` the
-    policy's per-step seed (a pair of uint32), `index` the environments' global indices [B],
+    `t` is the global step (int32), `seed` the policy's per-step seed (a pair of uint32),
+    `draws` the block's reset draws (its `index` the environments' global indices [B]),
     `policy_values` what `policy.step_inputs` gave. A function of arrays only (no refs).
 
     Returns:
-      (carry after the step, record): record maps each name in `fields` to its value this step.
+      (carry after the step, record): record maps each name in `fields` to its value this step,
+      observations as tuples of [B] columns.
     """
-    obs = obs_columns(env, carry.env_state, params)
-    action, extras = policy.act(policy_values, seed, index, obs)
-    # Env.step, less the observation it stacks (Triton stacks only pairs): the kernel refuses
-    # environments that override step, observe or reset_from_uniforms.
-    next_state, reward, terminated = env.dynamics(carry.env_state, action, params)
-    next_state = next_state.replace(time=carry.env_state.time + jnp.int32(1))
-    reward = jnp.asarray(reward, jnp.float32)
-    terminated = jnp.asarray(terminated, jnp.bool_)
-    truncated = next_state.time >= params.max_episode_steps
-    done = terminated | truncated
-    episode_return = carry.episode_return + reward
-    episode_length = carry.episode_length + jnp.int32(1)
-
+    step_params, step_axes = with_episode_params(params, params_axes, carry.episode_params)
+    obs = BLOCK.observe(env, carry.env_state, step_params, step_axes)
+    action, extras = policy.act(policy_values, seed, draws.index, obs)
     counter = (t + 1).astype(jnp.uint32)
-    u = tuple(rng.to_uniform(rng.bits_from_stream_key(k, counter)) for k in reset_keys)
-    reset_state = env.init_state(u, params)
-    new_carry = Carry(
-        env_state=jax.tree.map(lambda r, s: jnp.where(done, r, s), reset_state, next_state),
-        episode_return=jnp.where(done, 0.0, episode_return),
-        episode_length=jnp.where(done, 0, episode_length),
-        sums=None if carry.sums is None else carry.sums.add(done, episode_return, episode_length),
-    )
-    values = {
-        "obs": lambda: obs,
-        "action": lambda: action,
-        "reward": lambda: reward,
-        "terminated": lambda: terminated,
-        "truncated": lambda: truncated,
-        "next_obs": lambda: obs_columns(env, next_state, params),
-        "extras": lambda: extras,
-        "episode_return": lambda: episode_return,
-        "episode_length": lambda: episode_length,
-    }
-    return new_carry, {name: values[name]() for name in fields}
+    carry, record = batch_step(env, BLOCK, carry, action, params, params_axes, counter, draws)
+    values = dict(record, obs=obs, action=action, extras=extras)
+    return carry, {name: values[name] for name in fields}
 
 
 # ------------------------------------------------------------------------ records as [B] columns
@@ -305,12 +224,12 @@ def stack_last(columns) -> jax.Array:
 
 
 def pad_axis(x, size, axis=0):
-    """x zero-padded to `size` along `axis`."""
+    """x padded to `size` along `axis` by repeating its last entry (padded lanes stay valid)."""
     if x.shape[axis] == size:
         return x
     pad = [(0, 0)] * x.ndim
     pad[axis] = (0, size - x.shape[axis])
-    return jnp.pad(x, pad)
+    return jnp.pad(x, pad, mode="edge")
 
 
 def storage_dtype(dtype):

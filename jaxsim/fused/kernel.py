@@ -37,6 +37,7 @@ from typing import Any
 import jax
 import jax.extend as jex
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
@@ -44,69 +45,19 @@ from jax.experimental.pallas import triton as pltriton
 from jaxsim import rng
 from jaxsim.core import Env
 from jaxsim.fused import block as blk
+from jaxsim.fused.config import FusedConfig, is_power_of_two
 from jaxsim.policies import MLPPolicy, OpenLoopPolicy, RandomPolicy
-from jaxsim.rollout import (
-    STEP_OUTPUTS,
-    EpisodeStats,
-    RolloutState,
-    Trajectory,
-    _check_outputs,
-    initial_state,
-)
 from jaxsim.spaces import Box
-
-_MAX_BLOCK_ENVS = 2**16
-_MAX_STEPS_PER_LAUNCH = 2**20
-_NUM_WARPS = (1, 2, 4, 8, 16, 32)
-
-
-def _is_power_of_two(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool) and x >= 1 and x & (x - 1) == 0
-
-
-@dataclasses.dataclass(frozen=True)
-class FusedConfig:
-    """Tuning of the fused backend; static (part of the compile-cache key).
-
-    Attributes:
-      block_envs: environments per kernel program, a power of two in [1, 65536]. On a GPU each
-        program is one thread block; 32 * num_warps lanes or more keeps every thread busy.
-      steps_per_launch: K, environment steps per kernel launch, in [1, 2**20]. The state goes to
-        and from device memory once per launch, so larger K moves less; a rollout of n steps
-        makes ceil(n / K) launches, the last one shorter when K does not divide n.
-      num_warps: warps per program on a GPU (Triton), one of 1, 2, 4, 8, 16, 32.
-      interpret: run the kernel in Pallas interpret mode. None: interpret unless jax's default
-        backend is a GPU (on a CPU interpret mode is the only way; it checks, it is not fast).
-    """
-
-    block_envs: int = 256
-    steps_per_launch: int = 64
-    num_warps: int = 4
-    interpret: bool | None = None
-
-    def __post_init__(self):
-        if not (_is_power_of_two(self.block_envs) and self.block_envs <= _MAX_BLOCK_ENVS):
-            raise ValueError(
-                f"FusedConfig: block_envs must be a power of two in [1, {_MAX_BLOCK_ENVS}], "
-                f"got {self.block_envs!r}"
-            )
-        k = self.steps_per_launch
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= _MAX_STEPS_PER_LAUNCH:
-            raise ValueError(
-                f"FusedConfig: steps_per_launch must be an integer in [1, {_MAX_STEPS_PER_LAUNCH}]"
-                f", got {k!r}"
-            )
-        if self.num_warps not in _NUM_WARPS:
-            raise ValueError(
-                f"FusedConfig: num_warps must be one of {_NUM_WARPS}, got {self.num_warps!r}"
-            )
-        if self.interpret not in (None, True, False):
-            raise ValueError(
-                f"FusedConfig: interpret must be None or a bool, got {self.interpret!r}"
-            )
-
-    def resolved_interpret(self) -> bool:
-        return jax.default_backend() != "gpu" if self.interpret is None else self.interpret
+from jaxsim.transition import (
+    STEP_OUTPUTS,
+    Carry,
+    Lanes,
+    ResetDraws,
+    Trajectory,
+    check_outputs,
+    initial_carry,
+    map_with_axes,
+)
 
 
 # ------------------------------------------------------------------------------------------ kernel
@@ -147,17 +98,19 @@ class _Plan:
     n: int
     config: FusedConfig
     step: _Hoisted  # blk.step on one block, its constants hoisted (kernel input "consts")
+    params_axes: Any  # which params leaves are per environment (0) or shared (None)
 
 
 def _kernel(buf_refs, in_refs, out_refs, carry_refs, *, plan: _Plan):
     del buf_refs  # aliased to out_refs: rows that earlier launches wrote stay as they are
     env, policy, block_envs = plan.env, plan.policy, plan.config.block_envs
     t0, steps = in_refs["window"][0], in_refs["window"][1]
-    params = jax.tree.map(lambda r: r[0], in_refs["params"])
+    params = map_with_axes(_load, in_refs["params"], plan.params_axes)
+    sampler = jax.tree.map(lambda r: _load(r, None), in_refs["sampler"])
     reset_seed = (in_refs["reset_seed"][0], in_refs["reset_seed"][1])
     lane = jnp.arange(block_envs, dtype=jnp.int32)
     index = (pl.program_id(0) * block_envs + lane).astype(jnp.uint32)
-    reset_keys = blk.reset_stream_keys(env, reset_seed, index)
+    draws = ResetDraws.make(env, reset_seed, index, sampler)
     loaded = policy.load(in_refs["policy"])
     seeds = in_refs["policy_seeds"]
     consts = [
@@ -168,7 +121,7 @@ def _kernel(buf_refs, in_refs, out_refs, carry_refs, *, plan: _Plan):
         t = t0 + i
         seed = (seeds[t, 0], seeds[t, 1])
         values = policy.step_inputs(loaded, t)
-        carry, record = plan.step(consts, params, carry, t, index, seed, reset_keys, values)
+        carry, record = plan.step(consts, params, carry, t, seed, draws, values)
         # One row of B lanes per output and component: out[t, block] or out[t, block, c].
         for ref, cols in zip(out_refs, blk.output_columns(record), strict=True):
             if len(ref.shape) == 2:
@@ -182,6 +135,17 @@ def _kernel(buf_refs, in_refs, out_refs, carry_refs, *, plan: _Plan):
     carry = lax.fori_loop(0, steps, body, carry)
     for ref, value in zip(jax.tree.leaves(carry_refs), jax.tree.leaves(carry), strict=True):
         ref[...] = value.astype(ref.dtype)
+
+
+def _as_input(x, axis):
+    """A shared scalar travels as [1] (kernels take no 0-d inputs); anything else as it is."""
+    x = jnp.asarray(x)
+    return x.reshape(1) if axis is None and x.ndim == 0 else x
+
+
+def _load(ref, axis):
+    """Inverse of `_as_input` on a kernel ref: a shared [1] input is read back as a scalar."""
+    return ref[0] if axis is None and len(ref.shape) == 1 and ref.shape[0] == 1 else ref[...]
 
 
 def _launch(plan: _Plan, t0, steps, ins, carry, outs):
@@ -201,11 +165,16 @@ def _launch(plan: _Plan, t0, steps, ins, carry, outs):
     def per_step(trailing=()):  # [n, num_envs, *trailing]: all steps, this block's environments
         return pl.BlockSpec((plan.n, b, *trailing), lambda j: (0, j) + (0,) * len(trailing))
 
-    per_env = pl.BlockSpec((b,), lambda j: (j,))
+    def per_env(x):  # [num_envs, *trailing]: this block's environments
+        return pl.BlockSpec((b, *x.shape[1:]), lambda j: (j,) + (0,) * (x.ndim - 1))
+
     window = jnp.stack([jnp.asarray(t0, jnp.int32), jnp.asarray(steps, jnp.int32)])
     ins = dict(ins, window=window, carry=carry)
     in_specs = jax.tree.map(whole, ins)
-    in_specs["carry"] = jax.tree.map(lambda _: per_env, carry)
+    in_specs["carry"] = jax.tree.map(per_env, carry)
+    in_specs["params"] = map_with_axes(
+        lambda x, axis: whole(x) if axis is None else per_env(x), ins["params"], plan.params_axes
+    )
     if plan.policy.time_major:
         in_specs["policy"] = [per_step(a.shape[2:]) for a in ins["policy"]]
     out_specs = [per_step(trailing) for trailing, _ in plan.layout]
@@ -219,7 +188,7 @@ def _launch(plan: _Plan, t0, steps, ins, carry, outs):
         out_shape=out_shape,
         grid=(num_envs // b,),
         in_specs=(out_specs if bufs else [], in_specs),
-        out_specs=(out_specs, jax.tree.map(lambda _: per_env, carry)),
+        out_specs=(out_specs, jax.tree.map(per_env, carry)),
         input_output_aliases={i: i for i in range(len(bufs))},
         interpret=plan.config.resolved_interpret(),
         compiler_params=pltriton.CompilerParams(num_warps=plan.config.num_warps),
@@ -253,14 +222,14 @@ def _run_reference(plan: _Plan, ins, carry):
     num_envs = jax.tree.leaves(carry)[0].shape[0]
     seed = (ins["reset_seed"][0], ins["reset_seed"][1])
     index = jnp.arange(num_envs, dtype=jnp.uint32)
-    reset_keys = blk.reset_stream_keys(env, seed, index)
+    draws = ResetDraws.make(env, seed, index, ins["sampler"])
     loaded = policy.load(ins["policy"])
 
     def body(carry, t):
         s = ins["policy_seeds"][t]
         values = policy.step_inputs(loaded, t)
         carry, record = blk.step(
-            env, policy, values, ins["params"], carry, t, index, (s[0], s[1]), reset_keys,
+            env, policy, values, ins["params"], plan.params_axes, carry, t, (s[0], s[1]), draws,
             plan.fields,
         )  # fmt: skip
         groups = blk.output_columns(record)
@@ -275,84 +244,91 @@ def _run_reference(plan: _Plan, ins, carry):
 
 
 # ------------------------------------------------------------------------------------------ driver
-def _rollout(env, kind, static, n, num_envs, outputs, config, use_kernel, *args):
-    inputs, key, params, state = args
+def _rollout(env, kind, static, sampler_static, n, num_envs, outputs, config, use_kernel, *args):
+    inputs, sampler_leaves, key, params, state = args
     policy = blk.BlockPolicy(kind, static, inputs=None)
+    sampler = None if sampler_static is None else jax.tree.unflatten(sampler_static, sampler_leaves)
     padded = config.block_envs * math.ceil(num_envs / config.block_envs)
     fields = tuple(f for f in STEP_OUTPUTS if f in outputs)
     inputs = policy.prepare(inputs, n, padded)
+    params_axes = env.params_axes(params, num_envs)
 
-    k_reset, k_policy, _ = jax.random.split(key, 3)
+    with_sums = "episode_stats" in outputs
     if state is None:
-        state = initial_state(env, key, num_envs, params)
-    carry = blk.Carry(
-        env_state=state.env_state,
-        episode_return=state.episode_return,
-        episode_length=state.episode_length,
-        sums=blk.EpisodeSums.zeros(num_envs) if "episode_stats" in outputs else None,
-    )
+        draws = ResetDraws.for_rollout(env, key, num_envs, sampler)
+        carry = initial_carry(env, Lanes(vmapped=True), params, params_axes, draws, with_sums)
+    else:
+        carry = Carry.from_state(state, with_sums)
+    # Padded lanes repeat the last environment, so they step through valid physics.
     carry = jax.tree.map(lambda x: blk.pad_axis(x, padded), carry)
+    padded_params = map_with_axes(
+        lambda x, axis: x if axis is None else blk.pad_axis(jnp.asarray(x), padded),
+        params,
+        params_axes,
+    )
+    k_reset, k_policy, _ = jax.random.split(key, 3)
     steps = jnp.arange(n, dtype=jnp.int32)
     ins = dict(
         reset_seed=rng.seed_from_key(k_reset),
         policy_seeds=jax.vmap(lambda t: rng.seed_from_key(jax.random.fold_in(k_policy, t)))(steps),
         policy=inputs,
+        sampler=sampler,
     )
 
-    def block_step(params, carry, t, index, seed, reset_keys, values):
-        return blk.step(env, policy, values, params, carry, t, index, seed, reset_keys, fields)
+    def block_step(params, carry, t, seed, draws, values):
+        return blk.step(env, policy, values, params, params_axes, carry, t, seed, draws, fields)
 
     def block_args(width):
         """Abstract arguments of `block_step` on `width` environments."""
         sds = jax.ShapeDtypeStruct
         u32 = sds((), jnp.uint32)
-        lanes = jax.tree.map(lambda x: sds((width, *x.shape[1:]), x.dtype), carry)
+
+        def lanes(x):
+            return sds((width, *x.shape[1:]), x.dtype)
+
         values = inputs
         if policy.time_major:  # this step's actions: one [width] column per component
             values = [sds((width,), inputs[0].dtype)] * math.prod(policy.static)
-        keys = [sds((width,), jnp.uint32)] * env.num_reset_uniforms
-        scalars = jax.tree.map(lambda x: sds((), jnp.asarray(x).dtype), params)
-        index, t = sds((width,), jnp.uint32), sds((), jnp.int32)
-        return scalars, lanes, t, index, (u32, u32), keys, values
+        abstract_params = map_with_axes(
+            lambda x, axis: sds(jnp.shape(x), jnp.asarray(x).dtype) if axis is None else lanes(x),
+            padded_params,
+            params_axes,
+        )
+        draws = ResetDraws(
+            seed=(u32, u32),
+            index=sds((width,), jnp.uint32),
+            reset_keys=(sds((width,), jnp.uint32),) * env.num_reset_uniforms,
+            sampler=jax.tree.map(lambda x: sds(x.shape, x.dtype), sampler),
+        )
+        t = sds((), jnp.int32)
+        return abstract_params, jax.tree.map(lanes, carry), t, (u32, u32), draws, values
 
     # The record's leaves: shapes and dtypes of one step on the whole batch.
     template = jax.eval_shape(block_step, *block_args(padded))[1]
     layout = tuple(blk.output_layout(template))
     if use_kernel:
         step, ins["consts"] = _Hoisted.trace(block_step, *block_args(config.block_envs))
-        # Kernels take no captured arrays: params travel as [1] inputs, read as scalars.
-        ins["params"] = jax.tree.map(lambda x: jnp.reshape(jnp.asarray(x), (1,)), params)
-        plan = _Plan(env, policy, fields, layout, n, config, step)
+        # Kernels take no captured arrays and no 0-d inputs: shared scalars travel as [1].
+        ins["params"] = map_with_axes(_as_input, padded_params, params_axes)
+        ins["sampler"] = jax.tree.map(lambda x: _as_input(x, None), sampler)
+        plan = _Plan(env, policy, fields, layout, n, config, step, params_axes)
         outs, carry = _run_kernel(plan, ins, carry)
     else:
-        ins["params"] = params
-        plan = _Plan(env, policy, fields, layout, n, config, step=None)
+        ins["params"] = padded_params
+        plan = _Plan(env, policy, fields, layout, n, config, None, params_axes)
         outs, carry = _run_reference(plan, ins, carry)
 
     if padded != num_envs:
         outs = [x[:, :num_envs] for x in outs]
         carry = jax.tree.map(lambda x: x[:num_envs], carry)
     record = blk.record_from_outputs(template, outs)
-    final_state = RolloutState(
-        env_state=carry.env_state,
-        obs=env.observe(carry.env_state, params),
-        episode_return=carry.episode_return,
-        episode_length=carry.episode_length,
-    )
-    stats = None if carry.sums is None else _episode_stats(carry.sums)
+    final_state = carry.to_state(env, Lanes(vmapped=True), params, params_axes)
+    stats = None if carry.sums is None else carry.sums.stats()
     per_step = {name: record.get(name) for name in STEP_OUTPUTS}
     return Trajectory(**per_step, final_state=final_state, stats=stats)
 
 
-def _episode_stats(sums: blk.EpisodeSums) -> EpisodeStats:
-    count = sums.count.sum()
-    denom = jnp.maximum(count, 1)
-    mean = sums.return_sum.sum() / denom
-    var = jnp.maximum(sums.return_sq_sum.sum() / denom - mean * mean, 0.0)
-    return EpisodeStats(count, mean, jnp.sqrt(var), sums.length_sum.sum() / denom)
-
-
-_rollout_jit = jax.jit(_rollout, static_argnums=tuple(range(8)))
+_rollout_jit = jax.jit(_rollout, static_argnums=tuple(range(9)))
 
 
 # -------------------------------------------------------------------------------------- public API
@@ -379,17 +355,28 @@ def auto_backend(env, policy) -> str:
     if not (isinstance(policy, RandomPolicy | OpenLoopPolicy) or type(policy) is MLPPolicy):
         return "scan"
     space = env.action_space(env.default_params)
-    return "scan" if isinstance(space, Box) and not _is_power_of_two(space.size) else "fused"
+    return "scan" if isinstance(space, Box) and not is_power_of_two(space.size) else "fused"
 
 
 def fused_rollout(
-    env, policy, n: int, *, num_envs: int, key, params, state, outputs, config, reference=False
+    env,
+    policy,
+    n: int,
+    *,
+    num_envs: int,
+    key,
+    params,
+    state,
+    outputs,
+    config,
+    params_sampler=None,
+    reference=False,
 ) -> Trajectory:
     """The fused backend of `jaxsim.rollout`, which validates the other arguments first.
 
     Args:
-      env, policy, n, num_envs, key, params, state: as `jaxsim.rollout` (policy resolved, state a
-        `RolloutState` or None).
+      env, policy, n, num_envs, key, params, state, params_sampler: as `jaxsim.rollout` (policy
+        resolved, state a `RolloutState` or None).
       outputs: as `jaxsim.rollout`: a preset ("all", "rewards", "stats") or a collection of names.
       config: a `FusedConfig`, or None for the defaults.
       reference: run the plain-jnp reference (the same block step on the whole batch under
@@ -398,7 +385,7 @@ def fused_rollout(
     Returns:
       A `Trajectory` like the scan backend's (leaves the outputs left out are None).
     """
-    outputs = _check_outputs(outputs)
+    outputs = check_outputs(outputs)
     config = FusedConfig() if config is None else config
     if not isinstance(config, FusedConfig):
         raise TypeError(f"rollout: fused_config must be a FusedConfig, got {type(config).__name__}")
@@ -411,7 +398,15 @@ def fused_rollout(
     if isinstance(policy, OpenLoopPolicy):
         policy.check(env.action_space(env.default_params), n, num_envs)
     bp = blk.block_policy(policy)
+    sampler_leaves, sampler_static = [], None
+    if params_sampler is not None:
+        sampler_leaves, sampler_static = jax.tree.flatten(params_sampler)
+        if not all(isinstance(x, jax.Array | np.ndarray) for x in sampler_leaves):
+            raise ValueError(
+                "rollout: the fused backend takes a params_sampler whose leaves are arrays "
+                "(kernel inputs); use backend='scan' for this one"
+            )
     return _rollout_jit(
-        env, bp.kind, bp.static, n, num_envs, outputs, config, not reference,
-        bp.inputs, key, params, state,
+        env, bp.kind, bp.static, sampler_static, n, num_envs, outputs, config, not reference,
+        bp.inputs, sampler_leaves, key, params, state,
     )  # fmt: skip

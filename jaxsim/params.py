@@ -1,0 +1,282 @@
+"""Declared fields of params and static config: types, ranges, shapes, and per-environment axes.
+
+An environment has two kinds of settings. **Params** are a pytree of values that may change
+between rollouts, and between the environments of one rollout, without recompiling (gravity, a
+mass, `max_episode_steps`). **Static config** fixes array shapes (a number of particles, an
+observation layout); it is part of the environment's identity and so of the compile-cache key.
+
+Both are frozen dataclasses whose fields are declared with `field`, which records a field's kind
+(int, float or bool, from its default), its valid range and, for params, its shape: a scalar
+unless declared otherwise, the shape possibly naming static-config fields (`shape=("n",)`).
+The declared shape is what makes a per-environment value unambiguous: a leaf of the declared
+shape is shared by every environment, one with a leading `num_envs` axis is one value each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxsim import rng
+
+_META = "jaxsim"
+
+
+def field(
+    default,
+    *,
+    shape: tuple[int | str, ...] = (),
+    ge=None,
+    gt=None,
+    le=None,
+    lt=None,
+    power_of_two: bool = False,
+    doc: str = "",
+):
+    """A declared field of a params or static-config dataclass.
+
+    Args:
+      default: the default value; its Python type (int, float or bool) is the field's kind. An
+        array-valued field gives a scalar default, broadcast to its shape.
+      shape: the shape of one environment's value, () for a scalar. Entries may name fields of
+        the environment's static config, e.g. `("num_particles",)`.
+      ge, gt, le, lt: inclusive/exclusive bounds a value must respect.
+      power_of_two: the value must be a power of two (static sizes a GPU kernel tiles).
+      doc: one line on what the field means, shown in error messages.
+    """
+    spec = dict(shape=tuple(shape), ge=ge, gt=gt, le=le, lt=lt, power_of_two=power_of_two, doc=doc)
+    return dataclasses.field(default=default, metadata={"pytree_node": True, _META: spec})
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """What a field declares: its kind, the shape of one environment's value, its range."""
+
+    name: str
+    kind: type  # int, float or bool
+    default: Any
+    shape: tuple[int | str, ...] = ()
+    ge: Any = None
+    gt: Any = None
+    le: Any = None
+    lt: Any = None
+    power_of_two: bool = False
+    doc: str = ""
+
+    def resolve_shape(self, config) -> tuple[int, ...]:
+        """The declared shape with static-config names replaced by their values."""
+        return tuple(getattr(config, d) if isinstance(d, str) else d for d in self.shape)
+
+    def describe(self) -> str:
+        """The expected value in words, e.g. 'a float > 0' or 'an int in [1, 2**31)'."""
+        noun = {int: "an integer", float: "a float", bool: "a bool"}[self.kind]
+        bounds = [f">= {self.ge}" if self.ge is not None else None]
+        bounds += [f"> {self.gt}" if self.gt is not None else None]
+        bounds += [f"<= {self.le}" if self.le is not None else None]
+        bounds += [f"< {self.lt}" if self.lt is not None else None]
+        text = " and ".join(b for b in bounds if b)
+        if self.power_of_two:
+            noun = f"{noun} power of two"
+        return f"{noun} {text}".strip() if text else noun
+
+    def check(self, owner: str, value, shape: tuple[int, ...] = ()):
+        """`value` converted to the field's kind, or a ValueError/TypeError naming the field.
+
+        A value is a Python or numpy scalar, or (for an array-valued field) anything of the
+        declared shape or broadcastable to it: every element is checked.
+        """
+        where = f"{owner}: {self.name}"
+        expected = self.describe()
+        if shape:
+            arr = np.asarray(value)
+            if arr.dtype.kind not in "biuf" or (arr.dtype.kind == "b") != (self.kind is bool):
+                raise TypeError(f"{where} must hold {expected} values, got {value!r}")
+            try:
+                arr = np.broadcast_to(arr, shape)
+            except ValueError:
+                raise ValueError(
+                    f"{where} must have shape {shape} (or broadcast to it), got shape {arr.shape}"
+                ) from None
+            dtype = {int: np.int32, float: np.float32, bool: np.bool_}[self.kind]
+            for x in arr.ravel():
+                self._check_scalar(where, expected, x.item())
+            return np.array(arr, dtype)
+        if isinstance(value, np.ndarray | jax.Array) and np.ndim(value) == 0:
+            value = value.item()
+        return self._check_scalar(where, expected, value)
+
+    def _check_scalar(self, where, expected, value):
+        ok_type = {
+            bool: isinstance(value, bool | np.bool_),
+            int: isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_),
+            float: isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_),
+        }[self.kind]
+        if not ok_type:
+            raise TypeError(f"{where} must be {expected}, got {value!r} ({type(value).__name__})")
+        value = self.kind(value)
+        if self.kind is float and not math.isfinite(value):
+            raise ValueError(f"{where} must be a finite {expected[2:]}, got {value!r}")
+        bad = (
+            (self.ge is not None and not value >= self.ge)
+            or (self.gt is not None and not value > self.gt)
+            or (self.le is not None and not value <= self.le)
+            or (self.lt is not None and not value < self.lt)
+            or (self.power_of_two and (value < 1 or value & (value - 1)))
+        )
+        if bad:
+            doc = f" ({self.doc})" if self.doc else ""
+            raise ValueError(f"{where}{doc} must be {expected}, got {value!r}")
+        return value
+
+
+def specs(cls) -> tuple[Spec, ...]:
+    """The declared fields of a params or static-config dataclass, in field order.
+
+    A field not made with `field` is a scalar of its default's kind with no range.
+    """
+    out = []
+    for f in dataclasses.fields(cls):
+        meta = dict(f.metadata.get(_META, {}))
+        default = f.default
+        if default is dataclasses.MISSING:
+            raise TypeError(f"{cls.__name__}.{f.name}: every params/config field needs a default")
+        kind = bool if isinstance(default, bool) else int if isinstance(default, int) else float
+        out.append(Spec(f.name, kind, default, **meta))
+    return tuple(out)
+
+
+@dataclasses.dataclass(frozen=True)
+class NoConfig:
+    """The static config of an environment whose shapes are fixed (the classic-control five)."""
+
+
+# ---------------------------------------------------------------------------- per-environment axes
+def batch_axes(owner: str, spec_list, shapes, params, num_envs: int):
+    """Which leaves of `params` are per-environment: a pytree like `params` of 0 or None.
+
+    Args:
+      owner: who is asking, for error messages (e.g. "rollout: params of CartPole-v1").
+      spec_list: `specs(type(params))`.
+      shapes: the declared shape of each field, resolved against the static config.
+      params: a params instance; its leaves may be concrete or traced.
+      num_envs: the batch size.
+
+    A leaf of its field's declared shape S is shared (None); one of shape (num_envs, *S) is per
+    environment (0). Anything else is a ValueError naming the field, before any work is done.
+    """
+    axes = {}
+    for spec, shape in zip(spec_list, shapes, strict=True):
+        got = tuple(np.shape(getattr(params, spec.name)))
+        if got == shape:
+            axes[spec.name] = None
+        elif got == (num_envs, *shape):
+            axes[spec.name] = 0
+        else:
+            raise ValueError(
+                f"{owner}: field {spec.name!r} has shape {got}; it needs its declared shape "
+                f"{shape} (shared by every environment) or ({num_envs}, *{shape}) = "
+                f"{(num_envs, *shape)} (one value per environment, num_envs={num_envs})"
+            )
+    return params.replace(**axes)
+
+
+# ------------------------------------------------------------------------- domain randomisation
+_PARAMS_STREAM = 0x4000_0000  # rng streams for drawn params: base + (field << 16) + component
+
+
+@struct.dataclass
+class UniformParams:
+    """A params sampler: chosen fields drawn uniformly, per environment or per episode.
+
+    Make it with `jaxsim.uniform_params(env, gravity=(9.0, 10.5), ...)`. Float fields are uniform
+    in [low, high); int fields uniform over the integers low ... high inclusive. `low` and `high`
+    are arrays (pytree leaves), so new ranges reuse a compiled rollout (a curriculum).
+
+    Draws are counter-based: `draw(seed, index, counter)` is a pure, elementwise function of the
+    environment's global index and the step counter, so the scan and fused backends draw the same
+    values, and a rollout with `params_sampler=` draws a new episode's values at its auto-reset.
+    Any object with `fields` and such a `draw` can serve as a `params_sampler`.
+    """
+
+    low: dict[str, jax.Array]
+    high: dict[str, jax.Array]
+    integer: tuple[str, ...] = struct.field(pytree_node=False, default=())
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(sorted(self.low))
+
+    def draw(self, seed, index, counter) -> dict[str, jax.Array]:
+        """Values for environments `index[...]` at `counter`: each field's [..., *shape]."""
+        index = jnp.asarray(index, jnp.uint32)
+        out = {}
+        for j, name in enumerate(self.fields):
+            low, high = self.low[name], self.high[name]
+            stream = _PARAMS_STREAM + (j << 16)
+            if low.ndim:  # one draw per component, components on their own streams
+                component = jnp.arange(low.size, dtype=jnp.uint32).reshape(low.shape)
+                idx = index.reshape(index.shape + (1,) * low.ndim)
+                u = rng.uniform(seed, idx, counter, stream + component)
+            else:
+                u = rng.uniform(seed, index, counter, stream)
+            if name in self.integer:
+                span = (high - low + 1).astype(jnp.float32)
+                value = low + jnp.minimum(jnp.floor(u * span).astype(jnp.int32), high - low)
+            else:
+                value = low + u * (high - low)
+            out[name] = value
+        return out
+
+    def sample(self, key: jax.Array, num_envs: int, params):
+        """`params` with the chosen fields drawn once per environment: leaves [num_envs, ...].
+
+        The draw for environment i is `draw(seed(key), i, 0)`.
+        """
+        drawn = self.draw(rng.seed_from_key(key), jnp.arange(num_envs, dtype=jnp.uint32), 0)
+        return params.replace(**drawn)
+
+
+def uniform_params(env, **ranges) -> UniformParams:
+    """A sampler drawing each named params field of `env` uniformly in its (low, high) range.
+
+    Example:
+      dr = jaxsim.uniform_params(env, masspole=(0.05, 0.5), length=(0.25, 1.0))
+      params = dr.sample(key, 4096, env.default_params)          # one value per environment
+      jaxsim.rollout(env, policy, n, num_envs=4096, params=params)
+      jaxsim.rollout(env, policy, n, num_envs=4096, params_sampler=dr)  # one per episode
+
+    Each bound is a scalar or an array of the field's declared shape; both bounds must be valid
+    values of the field, with low <= high.
+    """
+    owner = f"uniform_params({env.id})"
+    field_specs = {s.name: s for s in specs(env.params_type)}
+    if not ranges:
+        raise ValueError(f"{owner}: name at least one field, e.g. {next(iter(field_specs))}=(a, b)")
+    low, high, integer = {}, {}, []
+    for name, bounds in ranges.items():
+        if name not in field_specs:
+            raise ValueError(
+                f"{owner}: unknown params field {name!r}; fields are {sorted(field_specs)}"
+            )
+        spec = field_specs[name]
+        if spec.kind is bool:
+            raise TypeError(f"{owner}: {name} is a bool; only int and float fields are drawn")
+        if not isinstance(bounds, tuple | list) or len(bounds) != 2:
+            raise ValueError(f"{owner}: {name} needs a (low, high) pair, got {bounds!r}")
+        shape = spec.resolve_shape(env.config)
+        lo, hi = (np.asarray(spec.check(owner, b, shape)) for b in bounds)
+        lo, hi = np.broadcast_to(lo, shape), np.broadcast_to(hi, shape)
+        if np.any(lo > hi):
+            raise ValueError(f"{owner}: {name} needs low <= high, got ({bounds[0]}, {bounds[1]})")
+        dtype = jnp.int32 if spec.kind is int else jnp.float32
+        low[name], high[name] = jnp.asarray(lo, dtype), jnp.asarray(hi, dtype)
+        if spec.kind is int:
+            integer.append(name)
+    return UniformParams(low, high, tuple(sorted(integer)))

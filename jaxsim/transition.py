@@ -1,0 +1,417 @@
+"""The one transition path: a rollout step's bookkeeping, and the types a rollout returns.
+
+`env_transition` is one environment step less the observation's stacking: dynamics, step
+counter, dtype casts, truncation at `max_episode_steps`. `Env.step` is it plus a stack.
+`batch_step` is a rollout step on a batch: `env_transition`, episode totals, streaming episode
+statistics and same-step auto-reset. The scan backend calls it on the whole batch with the
+environment's functions vmapped; the fused kernel calls it on a block of lanes with them applied
+directly (their physics is elementwise). Nothing else in jaxsim repeats this logic.
+
+This module imports nothing from `jaxsim.rollout` or `jaxsim.fused`: both import it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxsim import rng
+
+# What `rollout(..., outputs=...)` can keep. Writing the trajectory back is most of the memory
+# traffic once stepping is fused, so callers keep only what they use; `final_state` is always kept.
+STEP_OUTPUTS = (
+    "obs",
+    "action",
+    "reward",
+    "terminated",
+    "truncated",
+    "next_obs",
+    "extras",
+    "episode_return",
+    "episode_length",
+)
+OUTPUT_PRESETS = {
+    "all": STEP_OUTPUTS,
+    "rewards": ("reward", "terminated", "truncated"),
+    "stats": ("episode_stats",),
+}
+
+
+def check_outputs(outputs) -> tuple[str, ...]:
+    """A preset name or a collection of names -> the names, in `STEP_OUTPUTS` order."""
+    valid = (*STEP_OUTPUTS, "episode_stats")
+    if isinstance(outputs, str):
+        if outputs not in OUTPUT_PRESETS:
+            raise ValueError(
+                f"rollout: unknown outputs preset {outputs!r}; presets are "
+                f"{sorted(OUTPUT_PRESETS)}, or give a collection of names from {valid}"
+            )
+        return OUTPUT_PRESETS[outputs]
+    try:
+        names = set(outputs)
+    except TypeError:
+        raise TypeError(
+            f"rollout: outputs must be a preset name or a collection of names, got {outputs!r}"
+        ) from None
+    unknown = sorted(str(x) for x in names - set(valid))
+    if unknown:
+        raise ValueError(f"rollout: unknown outputs {unknown}; valid names are {valid}")
+    return tuple(x for x in valid if x in names)
+
+
+# ------------------------------------------------------------------------------- episode statistics
+@struct.dataclass
+class EpisodeStats:
+    """Statistics of the episodes that ended inside a rollout (jittable; zeros if none ended)."""
+
+    count: jax.Array
+    mean_return: jax.Array
+    std_return: jax.Array
+    mean_length: jax.Array
+
+
+@struct.dataclass
+class EpisodeSums:
+    """Per-environment running statistics of finished episodes (Welford), merged by Chan's rule.
+
+    Elementwise over environments, so the fused kernel keeps them in registers. Welford's update
+    avoids the cancellation of E[x^2] - mean^2 on long runs with large returns.
+    """
+
+    count: jax.Array  # int32[num_envs]
+    mean: jax.Array  # float32[num_envs]: mean return of this environment's finished episodes
+    m2: jax.Array  # float32[num_envs]: sum of squared deviations from `mean`
+    length_sum: jax.Array  # int32[num_envs]
+
+    @classmethod
+    def zeros(cls, num_envs: int) -> EpisodeSums:
+        i, f = jnp.zeros((num_envs,), jnp.int32), jnp.zeros((num_envs,), jnp.float32)
+        return cls(i, f, f, i)
+
+    def add(self, done, episode_return, episode_length) -> EpisodeSums:
+        count = self.count + done.astype(jnp.int32)
+        delta = episode_return - self.mean
+        mean = self.mean + jnp.where(done, delta / jnp.maximum(count, 1).astype(jnp.float32), 0.0)
+        m2 = self.m2 + jnp.where(done, delta * (episode_return - mean), 0.0)
+        length_sum = self.length_sum + jnp.where(done, episode_length, 0)
+        return EpisodeSums(count, mean, m2, length_sum)
+
+    def stats(self) -> EpisodeStats:
+        """Every environment's statistics merged (Chan et al.'s parallel formula)."""
+        total = self.count.sum()
+        n = self.count.astype(jnp.float32)
+        denom = jnp.maximum(total, 1).astype(jnp.float32)
+        mean = (n * self.mean).sum() / denom
+        m2 = self.m2.sum() + (n * (self.mean - mean) ** 2).sum()
+        return EpisodeStats(total, mean, jnp.sqrt(m2 / denom), self.length_sum.sum() / denom)
+
+
+# ------------------------------------------------------------------------------- rollout types
+@struct.dataclass
+class RolloutState:
+    """Where a batch of environments stands between steps; pass it back as `state=`.
+
+    Leaves have leading shape [num_envs]. `episode_return` and `episode_length` accumulate the
+    episode in progress, so statistics of episodes that straddle two rollouts come out whole.
+    `episode_params` holds the params fields a `params_sampler` drew for each environment's
+    current episode (None without a sampler).
+    """
+
+    env_state: Any
+    obs: jax.Array
+    episode_return: jax.Array  # float32[num_envs]
+    episode_length: jax.Array  # int32[num_envs]
+    episode_params: dict[str, jax.Array] | None = None
+
+    @property
+    def num_envs(self) -> int:
+        return self.obs.shape[0]
+
+
+@struct.dataclass
+class Trajectory:
+    """A rollout's experience. Per-step leaves have leading shape [n, num_envs].
+
+    `next_obs[t]` is the true next observation, taken before auto-reset: on a step that ends an
+    episode it is the terminal observation and `obs[t + 1]` is the fresh reset one.
+    `episode_return[t]` and `episode_length[t]` are the running totals of the episode including
+    step t; where `done[t]` they are the finished episode's return and length.
+
+    A per-step field that `rollout(..., outputs=...)` left out is None. `stats` holds the episode
+    statistics when "episode_stats" was asked for (computed without keeping the per-step fields).
+    """
+
+    obs: jax.Array
+    action: jax.Array
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    next_obs: jax.Array
+    extras: Any
+    episode_return: jax.Array
+    episode_length: jax.Array
+    final_state: RolloutState
+    stats: EpisodeStats | None = None
+
+    @property
+    def done(self) -> jax.Array:
+        return self.terminated | self.truncated
+
+    def episode_stats(self) -> EpisodeStats:
+        """Statistics of the episodes that ended, by the same streaming rule as the backends."""
+        if self.stats is not None:
+            return self.stats
+        if self.episode_return is None or self.terminated is None or self.truncated is None:
+            raise ValueError(
+                "episode_stats: this trajectory kept neither 'episode_stats' nor the fields it "
+                "is computed from (episode_return, episode_length, terminated, truncated); pass "
+                "them, or 'episode_stats', in rollout(..., outputs=...)"
+            )
+
+        def add(sums, xs):
+            return sums.add(*xs), None
+
+        xs = (self.done, self.episode_return, self.episode_length)
+        sums, _ = jax.lax.scan(add, EpisodeSums.zeros(self.done.shape[1]), xs)
+        return sums.stats()
+
+    def finished_episodes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(returns, lengths) of every episode that ended, in step-major order, on the host."""
+        done = np.asarray(self.done)
+        return np.asarray(self.episode_return)[done], np.asarray(self.episode_length)[done]
+
+
+# ------------------------------------------------------------------------------ the transition
+def env_transition(env, state, action, params, key=None):
+    """One step of one environment (or of a block of lanes), without auto-reset.
+
+    `key` reaches the dynamics of a stochastic environment (`env.stochastic`) as a fourth
+    argument; deterministic dynamics take none.
+
+    Returns:
+      (next_state, obs_fields, reward float32, terminated bool, truncated bool): the dynamics'
+      state with `time` advanced, the observation's components (`Env.observe` stacks them),
+      and truncation once `time` reaches `params.max_episode_steps` (as Gymnasium's TimeLimit).
+    """
+    if env.stochastic:
+        next_state, reward, terminated = env.dynamics(state, action, params, key)
+    else:
+        next_state, reward, terminated = env.dynamics(state, action, params)
+    next_state = next_state.replace(time=state.time + jnp.int32(1))
+    truncated = next_state.time >= params.max_episode_steps
+    reward = jnp.asarray(reward, jnp.float32)
+    terminated = jnp.asarray(terminated, jnp.bool_)
+    return next_state, env.obs_fields(next_state, params), reward, terminated, truncated
+
+
+@dataclasses.dataclass(frozen=True)
+class Lanes:
+    """How an environment's per-environment functions meet a batch.
+
+    `vmapped`: the scan backend's way, any environment: `jax.vmap` over the batch, params mapped
+    on their per-environment leaves. Otherwise the functions are called on the batch's arrays
+    directly, the fused kernel's way, which needs elementwise physics.
+    """
+
+    vmapped: bool
+
+    def __call__(self, fn: Callable, params_axes) -> Callable:
+        """`fn(*batched, params)` over the batch."""
+        if not self.vmapped:
+            return fn
+
+        def call(*args):
+            *batched, params = args
+            return jax.vmap(fn, in_axes=(*[0] * len(batched), params_axes))(*batched, params)
+
+        return call
+
+    def observe(self, env, state, params, params_axes) -> tuple[jax.Array, ...]:
+        """The observation as float32 [batch] components, one per `obs_fields` entry."""
+        fields = self(env.obs_fields, params_axes)(state, params)
+        shape = jnp.shape(state.time)
+        return tuple(jnp.broadcast_to(jnp.asarray(f, jnp.float32), shape) for f in fields)
+
+
+@struct.dataclass
+class ResetDraws:
+    """Counter-based draws of auto-resets: reset uniforms and, with a sampler, episode params.
+
+    `reset_keys` are the loop-invariant halves of each reset uniform (one [batch] array per
+    uniform), so each reset costs one hash per uniform.
+    """
+
+    seed: Any  # (uint32, uint32)
+    index: jax.Array  # uint32[batch]: the environments' global indices
+    reset_keys: tuple
+    sampler: Any = None  # a ParamsSampler, or None
+
+    @classmethod
+    def for_rollout(cls, env, key, num_envs: int, sampler=None) -> ResetDraws:
+        """A rollout's draws: the seed of the first of `key`'s three splits, indices 0...N-1."""
+        seed = rng.seed_from_key(jax.random.split(key, 3)[0])
+        return cls.make(env, seed, jnp.arange(num_envs, dtype=jnp.uint32), sampler)
+
+    @classmethod
+    def make(cls, env, seed, index, sampler=None) -> ResetDraws:
+        streams = range(rng.RESET_STREAM, rng.RESET_STREAM + env.num_reset_uniforms)
+        keys = tuple(rng.stream_key(seed, index, s) for s in streams)
+        return cls(seed, index, keys, sampler)
+
+    def uniforms(self, counter) -> tuple[jax.Array, ...]:
+        counter = jnp.asarray(counter, jnp.uint32)
+        return tuple(rng.to_uniform(rng.bits_from_stream_key(k, counter)) for k in self.reset_keys)
+
+    def episode_params(self, counter) -> dict[str, jax.Array] | None:
+        if self.sampler is None:
+            return None
+        return self.sampler.draw(self.seed, self.index, counter)
+
+
+def map_with_axes(fn, params, params_axes):
+    """`fn(leaf, axis)` over params leaves and their axes (None: shared, 0: per environment)."""
+    return jax.tree.map(lambda axis, x: fn(x, axis), params_axes, params, is_leaf=_is_none)
+
+
+def _is_none(x) -> bool:
+    return x is None
+
+
+def with_episode_params(params, params_axes, episode_params):
+    """(params, axes) with the fields drawn for each environment's episode replacing the base."""
+    if not episode_params:
+        return params, params_axes
+    return params.replace(**episode_params), params_axes.replace(**dict.fromkeys(episode_params, 0))
+
+
+@struct.dataclass
+class Carry:
+    """What a rollout keeps between steps. Leaves are [batch]; `sums` is None unless asked."""
+
+    env_state: Any
+    episode_return: jax.Array
+    episode_length: jax.Array
+    episode_params: dict[str, jax.Array] | None
+    sums: EpisodeSums | None
+
+    @classmethod
+    def from_state(cls, state: RolloutState, with_sums: bool) -> Carry:
+        sums = EpisodeSums.zeros(state.episode_return.shape[0]) if with_sums else None
+        return cls(
+            state.env_state, state.episode_return, state.episode_length, state.episode_params, sums
+        )
+
+    def to_state(self, env, lanes: Lanes, params, params_axes) -> RolloutState:
+        """The public `RolloutState`, with the observation of the current state."""
+        step_params, step_axes = with_episode_params(params, params_axes, self.episode_params)
+        obs = stack_obs(lanes.observe(env, self.env_state, step_params, step_axes))
+        return RolloutState(
+            self.env_state, obs, self.episode_return, self.episode_length, self.episode_params
+        )
+
+
+def _select(done, a, b):
+    def one(x, y):
+        return jnp.where(done.reshape(done.shape + (1,) * (jnp.ndim(x) - done.ndim)), x, y)
+
+    return jax.tree.map(one, a, b)
+
+
+def batch_step(
+    env,
+    lanes: Lanes,
+    carry: Carry,
+    action,
+    params,
+    params_axes,
+    counter,
+    draws: ResetDraws,
+    keys=None,
+):
+    """One rollout step of a batch: transition, episode totals, statistics, auto-reset.
+
+    Args:
+      env: the environment.
+      lanes: how its functions meet the batch (vmapped, or elementwise on a block).
+      carry: the batch before the step.
+      action: action[batch, ...] the policy chose.
+      params, params_axes: the rollout's params and which of their leaves are per environment
+        (see `jaxsim.params.batch_axes`); fields drawn per episode come from `carry`.
+      counter: the step number after this step (uint32), the counter of the reset draws.
+      draws: where resets (and per-episode params) come from.
+      keys: per-environment PRNG keys [batch] for a stochastic environment's dynamics, or None.
+
+    Auto-reset is same-step and costs what it needs: the reset draws and `init_state` run only
+    when some environment of the batch is done (a `lax.cond`; under an outer `vmap` it becomes a
+    select, and runs always). Where an environment is done its state, totals and episode params
+    are replaced in this step.
+
+    Returns:
+      (carry after the step, record): record holds `next_obs` (float32 [batch] components, taken
+      before the reset), `reward`, `terminated`, `truncated`, and the episode totals
+      `episode_return` and `episode_length` including this step.
+    """
+    step_params, step_axes = with_episode_params(params, params_axes, carry.episode_params)
+
+    def transition(state, action, keys, params):
+        return env_transition(env, state, action, params, keys)
+
+    next_state, fields, reward, terminated, truncated = lanes(transition, step_axes)(
+        carry.env_state, action, keys, step_params
+    )
+    shape = jnp.shape(next_state.time)
+    next_obs = tuple(jnp.broadcast_to(jnp.asarray(f, jnp.float32), shape) for f in fields)
+    done = terminated | truncated
+    episode_return = carry.episode_return + reward
+    episode_length = carry.episode_length + jnp.int32(1)
+
+    def reset(_):
+        drawn = draws.episode_params(counter)
+        reset_params, reset_axes = with_episode_params(params, params_axes, drawn)
+        fresh = lanes(env.init_state, reset_axes)(draws.uniforms(counter), reset_params)
+        return _select(done, fresh, next_state), _select(done, drawn, carry.episode_params)
+
+    def keep(_):
+        return next_state, carry.episode_params
+
+    # Triton reduces no booleans: count the done lanes as int32.
+    any_done = jnp.max(done.astype(jnp.int32)) > 0
+    env_state, episode_params = jax.lax.cond(any_done, reset, keep, None)
+    new_carry = Carry(
+        env_state=env_state,
+        episode_return=jnp.where(done, 0.0, episode_return),
+        episode_length=jnp.where(done, 0, episode_length),
+        episode_params=episode_params,
+        sums=None if carry.sums is None else carry.sums.add(done, episode_return, episode_length),
+    )
+    record = dict(
+        next_obs=next_obs,
+        reward=reward,
+        terminated=terminated,
+        truncated=truncated,
+        episode_return=episode_return,
+        episode_length=episode_length,
+    )
+    return new_carry, record
+
+
+def initial_carry(env, lanes: Lanes, params, params_axes, draws: ResetDraws, with_sums: bool):
+    """Every environment reset at counter 0 (episode params drawn at counter 0 too)."""
+    drawn = draws.episode_params(0)
+    reset_params, reset_axes = with_episode_params(params, params_axes, drawn)
+    env_state = lanes(env.init_state, reset_axes)(draws.uniforms(0), reset_params)
+    num_envs = draws.index.shape[0]
+    zeros = jnp.zeros((num_envs,), jnp.float32)
+    sums = EpisodeSums.zeros(num_envs) if with_sums else None
+    return Carry(env_state, zeros, jnp.zeros((num_envs,), jnp.int32), drawn, sums)
+
+
+def stack_obs(columns: Iterable[jax.Array]) -> jax.Array:
+    """float32 components [batch] -> obs[batch, obs_dim] (the scan backend's layout)."""
+    return jnp.stack(list(columns), axis=-1)
