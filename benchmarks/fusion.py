@@ -52,7 +52,7 @@ from benchmarks._common import (
 )
 from jaxsim import FusedConfig, OpenLoopPolicy
 from jaxsim.fused.block import pad_mlp
-from jaxsim.rollout import STEP_OUTPUTS
+from jaxsim.transition import STEP_OUTPUTS
 
 ENV_IDS = (
     "CartPole-v1",

@@ -17,7 +17,7 @@ import jaxsim
 from jaxsim import OpenLoopPolicy
 from jaxsim.fused import FusedConfig, auto_backend, unsupported_reason
 from jaxsim.fused import kernel as fused_kernel
-from jaxsim.rollout import STEP_OUTPUTS
+from jaxsim.transition import STEP_OUTPUTS
 
 KEY = jax.random.key(7)
 N, NUM_ENVS = 11, 13
@@ -184,6 +184,24 @@ def test_kernel_lowers_for_triton_on_cuda(env_id, kind):
         return jaxsim.rollout(
             env, policy, 20, num_envs=256, key=key, backend="fused", fused_config=cfg
         )
+
+    text = jax.jit(run).trace(KEY).lower(lowering_platforms=("cuda",)).as_text()
+    assert "__gpu$xla.gpu.triton" in text
+
+
+def test_kernel_with_per_env_and_per_episode_params_lowers_for_triton_on_cuda():
+    """Per-environment params travel as [block] inputs, a sampler's ranges as whole inputs."""
+    env = jaxsim.make("Acrobot-v1")
+    cfg = FusedConfig(block_envs=128, steps_per_launch=8, interpret=False)
+    dr = jaxsim.uniform_params(env, link_mass_1=(0.5, 2.0), max_episode_steps=(50, 500))
+
+    def run(key):
+        params = dr.sample(key, 256, env.default_params).replace(g=jnp.full((256,), 9.8))
+        policy = make_policy("mlp", env, num_envs=256, n=20, hidden=(64, 64))
+        return jaxsim.rollout(
+            env, policy, 20, num_envs=256, key=key, params=params, params_sampler=dr,
+            backend="fused", fused_config=cfg, outputs="stats",
+        )  # fmt: skip
 
     text = jax.jit(run).trace(KEY).lower(lowering_platforms=("cuda",)).as_text()
     assert "__gpu$xla.gpu.triton" in text
