@@ -81,6 +81,12 @@ class Env(Generic[State, Params]):
                 spec = param_specs[name]
                 overrides[name] = spec.check(self.id, value, spec.resolve_shape(self._config))
         self._overrides = tuple(sorted(overrides.items()))
+        defaults = {}
+        for spec in param_specs.values():
+            shape = spec.resolve_shape(self._config)
+            if shape:  # array-valued: the scalar default broadcast to the declared shape
+                defaults[spec.name] = spec.check(self.id, spec.default, shape)
+        self._default_params = self.params_type(**(defaults | overrides))
 
     # -- to implement -----------------------------------------------------------------------------
     def init_state(self, u: tuple[jax.Array, ...], params: Params) -> State:
@@ -107,13 +113,7 @@ class Env(Generic[State, Params]):
     @property
     def default_params(self) -> Params:
         """The class's defaults with `make`'s overrides; array-valued fields at their shapes."""
-        values = {}
-        for spec in params_lib.specs(self.params_type):
-            shape = spec.resolve_shape(self._config)
-            if shape:
-                values[spec.name] = spec.check(self.id, spec.default, shape)
-        values.update(self._overrides)
-        return self.params_type(**values)
+        return self._default_params
 
     def param_shapes(self) -> dict[str, tuple[int, ...]]:
         """Each params field's declared shape for one environment (resolved against config)."""

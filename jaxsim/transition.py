@@ -234,9 +234,13 @@ class Lanes:
 
     def observe(self, env, state, params, params_axes) -> tuple[jax.Array, ...]:
         """The observation as float32 [batch] components, one per `obs_fields` entry."""
-        fields = self(env.obs_fields, params_axes)(state, params)
-        shape = jnp.shape(state.time)
-        return tuple(jnp.broadcast_to(jnp.asarray(f, jnp.float32), shape) for f in fields)
+        return _columns(self(env.obs_fields, params_axes)(state, params), state)
+
+
+def _columns(obs_fields, state) -> tuple[jax.Array, ...]:
+    """Observation components as float32 arrays of the batch's shape (constants broadcast)."""
+    shape = jnp.shape(state.time)
+    return tuple(jnp.broadcast_to(jnp.asarray(f, jnp.float32), shape) for f in obs_fields)
 
 
 @struct.dataclass
@@ -250,7 +254,7 @@ class ResetDraws:
     seed: Any  # (uint32, uint32)
     index: jax.Array  # uint32[batch]: the environments' global indices
     reset_keys: tuple
-    sampler: Any = None  # a ParamsSampler, or None
+    sampler: Any = None  # a params sampler (e.g. jaxsim.UniformParams), or None
 
     @classmethod
     def for_rollout(cls, env, key, num_envs: int, sampler=None) -> ResetDraws:
@@ -365,8 +369,7 @@ def batch_step(
     next_state, fields, reward, terminated, truncated = lanes(transition, step_axes)(
         carry.env_state, action, keys, step_params
     )
-    shape = jnp.shape(next_state.time)
-    next_obs = tuple(jnp.broadcast_to(jnp.asarray(f, jnp.float32), shape) for f in fields)
+    next_obs = _columns(fields, next_state)
     done = terminated | truncated
     episode_return = carry.episode_return + reward
     episode_length = carry.episode_length + jnp.int32(1)
