@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import operator
 from collections.abc import Iterable
 from typing import Any
 
@@ -12,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim import rng
+from jaxsim.checks import raise_on_failure
 from jaxsim.core import Env
 from jaxsim.policies import OpenLoopPolicy, random_policy
 from jaxsim.spaces import Space
@@ -197,11 +196,11 @@ def initial_state(
     params_axes = env.params_axes(params, num_envs, owner="initial_state")
     draws = ResetDraws.for_rollout(env, key, num_envs, params_sampler)
     lanes = Lanes(vmapped=True)
-    carry = initial_carry(env, lanes, params, params_axes, draws, with_sums=False)
+    carry = initial_carry(env, lanes, params, params_axes, draws, False, False)
     return carry.to_state(env, lanes, params, params_axes)
 
 
-def _scan_rollout(env, static, n, num_envs, outputs, dynamic, key, params, state):
+def _scan_rollout(env, static, n, num_envs, outputs, checks, dynamic, key, params, state):
     policy_static, sampler_static = static
     policy_dynamic, sampler_dynamic = dynamic
     policy = _combine(policy_dynamic, policy_static)
@@ -213,9 +212,9 @@ def _scan_rollout(env, static, n, num_envs, outputs, dynamic, key, params, state
     draws = ResetDraws.for_rollout(env, key, num_envs, sampler)
     with_sums = "episode_stats" in outputs
     if state is None:
-        carry = initial_carry(env, lanes, params, params_axes, draws, with_sums)
+        carry = initial_carry(env, lanes, params, params_axes, draws, with_sums, checks)
     else:
-        carry = Carry.from_state(state, with_sums)
+        carry = Carry.from_state(state, with_sums, checks)
     _, k_policy, k_step = jax.random.split(key, 3)
     # Per-step policy keys (and, for counter-based policies, their seeds) are drawn before the
     # loop: on the CPU each threefry call in the body is a rolled loop costing about a microsecond.
@@ -232,7 +231,8 @@ def _scan_rollout(env, static, n, num_envs, outputs, dynamic, key, params, state
     def body(carry: Carry, xs):
         t, policy_input = xs
         step_params, step_axes = with_episode_params(params, params_axes, carry.episode_params)
-        obs = stack_obs(lanes.observe(env, carry.env_state, step_params, step_axes))
+        obs_columns = lanes.observe(env, carry.env_state, step_params, step_axes)
+        obs = stack_obs(obs_columns)
         with jax.named_scope("policy"):
             if open_loop:
                 out = policy_input
@@ -250,6 +250,7 @@ def _scan_rollout(env, static, n, num_envs, outputs, dynamic, key, params, state
             carry, rec = batch_step(
                 env, lanes, carry, action, params, params_axes, counter, draws, step_keys
             )
+        carry = carry.checked(env, t, obs_columns, action, extras, rec)
         values = dict(rec, obs=obs, action=action, extras=extras)
         values["next_obs"] = stack_obs(rec["next_obs"])
         return carry, {name: values[name] for name in fields}
@@ -259,10 +260,10 @@ def _scan_rollout(env, static, n, num_envs, outputs, dynamic, key, params, state
     per_step = {name: record.get(name) for name in STEP_OUTPUTS}
     stats = carry.sums.stats() if with_sums else None
     final_state = carry.to_state(env, lanes, params, params_axes)
-    return Trajectory(**per_step, final_state=final_state, stats=stats)
+    return Trajectory(**per_step, final_state=final_state, stats=stats, checks=carry.checks)
 
 
-_scan_rollout_jit = jax.jit(_scan_rollout, static_argnums=(0, 1, 2, 3, 4))
+_scan_rollout_jit = jax.jit(_scan_rollout, static_argnums=(0, 1, 2, 3, 4, 5))
 
 
 # ------------------------------------------------------------------------------------- public API
@@ -309,8 +310,12 @@ def rollout(
         `Trajectory.stats`. Both backends honour it; the fused one writes nothing else back.
       fused_config: a `jaxsim.fused.FusedConfig` (environments per block, steps per launch);
         None for its defaults. Used by the fused backend only.
-      checks: if True, raise `FloatingPointError` naming the first step and environment whose
-        observation or reward is NaN or inf. Needs concrete inputs (not under `jit`).
+      checks: if True, check every step on the device, whatever `outputs=` keeps, and raise
+        for the first step and environment that failed: `FloatingPointError` for a NaN or inf
+        observation, next observation, reward or policy extra (log-probability, value...),
+        `ValueError` for a Discrete action outside the space (unchecked, such an action is
+        clipped to the nearest valid one). The trajectory keeps the per-environment record in
+        `checks`. Needs concrete inputs (not under `jit`).
       params_sampler: draws params fields afresh for every episode, e.g.
         `jaxsim.uniform_params(env, gravity=(9.0, 10.5))`: at each auto-reset (and at the
         start) environment i draws `params_sampler.draw(seed, i, counter)` with counter-based
@@ -335,6 +340,9 @@ def rollout(
         )
     key = _check_key(key)
     outputs = check_outputs(outputs)
+    if checks not in (True, False):
+        raise TypeError(f"rollout: checks must be True or False, got {checks!r}")
+    checks = bool(checks)
     if isinstance(policy, str):
         if policy != "random":
             raise ValueError(f"rollout: the only named policy is 'random', got {policy!r}")
@@ -354,7 +362,7 @@ def rollout(
     if backend == "fused":
         traj = fused.fused_rollout(
             env, policy, n, num_envs=num_envs, key=key, params=params, state=state,
-            outputs=outputs, config=fused_config, params_sampler=params_sampler,
+            outputs=outputs, config=fused_config, params_sampler=params_sampler, checks=checks,
         )  # fmt: skip
     else:
         if isinstance(policy, OpenLoopPolicy):
@@ -365,30 +373,9 @@ def rollout(
             sampler_dynamic, sampler_static = _partition(params_sampler)
         static = (policy_static, sampler_static)
         dynamic = (policy_dynamic, sampler_dynamic)
-        traj = _scan_rollout_jit(env, static, n, num_envs, outputs, dynamic, key, params, state)
-    if checks:
-        _raise_on_nonfinite(traj)
-    return traj
-
-
-def _raise_on_nonfinite(traj: Trajectory) -> None:
-    if isinstance(traj.final_state.episode_return, jax.core.Tracer):
-        raise ValueError("rollout: checks=True needs concrete values; call rollout outside jit")
-
-    def bad(x):
-        x = np.asarray(x)
-        return ~np.isfinite(x.reshape((*x.shape[:2], -1))).all(-1)
-
-    fields = {"obs": traj.obs, "next_obs": traj.next_obs, "reward": traj.reward}
-    fields = {name: x for name, x in fields.items() if x is not None}  # outputs= may drop them
-    if not fields:
-        return
-    masks = {name: bad(x) for name, x in fields.items()}
-    any_bad = functools.reduce(operator.or_, masks.values())
-    if any_bad.any():
-        t, i = np.unravel_index(np.argmax(any_bad.ravel()), any_bad.shape)
-        which = [name for name, m in masks.items() if m[t, i]]
-        raise FloatingPointError(
-            f"rollout: non-finite {', '.join(which)} at step {t}, environment {i} "
-            f"(first of {int(any_bad.sum())} bad (step, env) pairs)"
+        traj = _scan_rollout_jit(
+            env, static, n, num_envs, outputs, checks, dynamic, key, params, state
         )
+    if checks:
+        raise_on_failure(traj.checks, env.action_space(env.default_params))
+    return traj

@@ -22,6 +22,7 @@ import numpy as np
 from flax import struct
 
 from jaxsim import rng
+from jaxsim.checks import CheckState, check_flags, clip_action
 
 # What `rollout(..., outputs=...)` can keep. Writing the trajectory back is most of the memory
 # traffic once stepping is fused, so callers keep only what they use; `final_state` is always kept.
@@ -158,16 +159,22 @@ class Trajectory:
     episode_length: jax.Array
     final_state: RolloutState
     stats: EpisodeStats | None = None
+    checks: CheckState | None = None  # per environment, with rollout(..., checks=True)
 
     @property
     def done(self) -> jax.Array:
+        if self.terminated is None or self.truncated is None:
+            raise ValueError(
+                "Trajectory.done: this trajectory kept no terminated/truncated; pass "
+                "outputs='rewards', 'all' or names including them to rollout(..., outputs=...)"
+            )
         return self.terminated | self.truncated
 
     def episode_stats(self) -> EpisodeStats:
         """Statistics of the episodes that ended, by the same streaming rule as the backends."""
         if self.stats is not None:
             return self.stats
-        if self.episode_return is None or self.terminated is None or self.truncated is None:
+        if any(x is None for x in (self.episode_return, self.terminated, self.truncated)):
             raise ValueError(
                 "episode_stats: this trajectory kept neither 'episode_stats' nor the fields it "
                 "is computed from (episode_return, episode_length, terminated, truncated); pass "
@@ -198,7 +205,12 @@ def env_transition(env, state, action, params, key=None):
       (next_state, obs_fields, reward float32, terminated bool, truncated bool): the dynamics'
       state with `time` advanced, the observation's components (`Env.observe` stacks them),
       and truncation once `time` reaches `params.max_episode_steps` (as Gymnasium's TimeLimit).
+
+    A Discrete action outside {0, ..., n - 1} is clipped to the nearest valid one (Gymnasium
+    raises; `rollout(..., checks=True)` reports it). Box actions reach the dynamics as given,
+    which clip them to their bounds as Gymnasium's do.
     """
+    action = clip_action(env, action)
     if env.stochastic:
         next_state, reward, terminated = env.dynamics(state, action, params, key)
     else:
@@ -303,13 +315,26 @@ class Carry:
     episode_length: jax.Array
     episode_params: dict[str, jax.Array] | None
     sums: EpisodeSums | None
+    checks: CheckState | None = None
 
     @classmethod
-    def from_state(cls, state: RolloutState, with_sums: bool) -> Carry:
-        sums = EpisodeSums.zeros(state.episode_return.shape[0]) if with_sums else None
+    def from_state(cls, state: RolloutState, with_sums: bool, with_checks: bool) -> Carry:
+        num_envs = state.episode_return.shape[0]
         return cls(
-            state.env_state, state.episode_return, state.episode_length, state.episode_params, sums
+            state.env_state,
+            state.episode_return,
+            state.episode_length,
+            state.episode_params,
+            EpisodeSums.zeros(num_envs) if with_sums else None,
+            CheckState.zeros(num_envs) if with_checks else None,
         )
+
+    def checked(self, env, t, obs, action, extras, record) -> Carry:
+        """The carry with this step's checks recorded (a no-op outside checked mode)."""
+        if self.checks is None:
+            return self
+        flags = check_flags(env, obs, action, extras, record)
+        return self.replace(checks=self.checks.update(flags, t))
 
     def to_state(self, env, lanes: Lanes, params, params_axes) -> RolloutState:
         """The public `RolloutState`, with the observation of the current state."""
@@ -392,6 +417,7 @@ def batch_step(
         episode_length=jnp.where(done, 0, episode_length),
         episode_params=episode_params,
         sums=None if carry.sums is None else carry.sums.add(done, episode_return, episode_length),
+        checks=carry.checks,
     )
     record = dict(
         next_obs=next_obs,
@@ -404,7 +430,9 @@ def batch_step(
     return new_carry, record
 
 
-def initial_carry(env, lanes: Lanes, params, params_axes, draws: ResetDraws, with_sums: bool):
+def initial_carry(
+    env, lanes: Lanes, params, params_axes, draws: ResetDraws, with_sums: bool, with_checks: bool
+):
     """Every environment reset at counter 0 (episode params drawn at counter 0 too)."""
     drawn = draws.episode_params(0)
     reset_params, reset_axes = with_episode_params(params, params_axes, drawn)
@@ -412,7 +440,8 @@ def initial_carry(env, lanes: Lanes, params, params_axes, draws: ResetDraws, wit
     num_envs = draws.index.shape[0]
     zeros = jnp.zeros((num_envs,), jnp.float32)
     sums = EpisodeSums.zeros(num_envs) if with_sums else None
-    return Carry(env_state, zeros, jnp.zeros((num_envs,), jnp.int32), drawn, sums)
+    checks = CheckState.zeros(num_envs) if with_checks else None
+    return Carry(env_state, zeros, jnp.zeros((num_envs,), jnp.int32), drawn, sums, checks)
 
 
 def stack_obs(columns: Iterable[jax.Array]) -> jax.Array:

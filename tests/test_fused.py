@@ -189,8 +189,9 @@ def test_kernel_lowers_for_triton_on_cuda(env_id, kind):
     assert "__gpu$xla.gpu.triton" in text
 
 
-def test_kernel_with_per_env_and_per_episode_params_lowers_for_triton_on_cuda():
-    """Per-environment params travel as [block] inputs, a sampler's ranges as whole inputs."""
+def test_kernel_with_per_env_and_per_episode_params_and_checks_lowers_for_triton_on_cuda():
+    """Per-environment params travel as [block] inputs, a sampler's ranges as whole inputs,
+    checked mode's record as carry."""
     env = jaxsim.make("Acrobot-v1")
     cfg = FusedConfig(block_envs=128, steps_per_launch=8, interpret=False)
     dr = jaxsim.uniform_params(env, link_mass_1=(0.5, 2.0), max_episode_steps=(50, 500))
@@ -198,9 +199,9 @@ def test_kernel_with_per_env_and_per_episode_params_lowers_for_triton_on_cuda():
     def run(key):
         params = dr.sample(key, 256, env.default_params).replace(g=jnp.full((256,), 9.8))
         policy = make_policy("mlp", env, num_envs=256, n=20, hidden=(64, 64))
-        return jaxsim.rollout(
-            env, policy, 20, num_envs=256, key=key, params=params, params_sampler=dr,
-            backend="fused", fused_config=cfg, outputs="stats",
+        return fused_kernel.fused_rollout(
+            env, policy, 20, num_envs=256, key=key, params=params, state=None, outputs="stats",
+            config=cfg, params_sampler=dr, checks=True,
         )  # fmt: skip
 
     text = jax.jit(run).trace(KEY).lower(lowering_platforms=("cuda",)).as_text()

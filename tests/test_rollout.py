@@ -255,19 +255,3 @@ def test_state_of_the_wrong_size_or_env_is_rejected():
         jaxsim.rollout(ENV, "random", 2, state=jaxsim.rollout(pendulum, "random", 2).final_state)
     with pytest.raises(TypeError, match="state must be a previous rollout's final_state"):
         jaxsim.rollout(ENV, "random", 2, state={"x": 1})
-
-
-def test_checks_report_the_first_nan_with_step_and_env():
-    env = jaxsim.make("Pendulum-v1")
-
-    def policy(key, obs):
-        bad = jnp.arange(obs.shape[0]) == 2
-        return jnp.where(bad, jnp.nan, 0.0)[:, None].astype(jnp.float32)
-
-    with pytest.raises(
-        FloatingPointError, match=r"non-finite next_obs, reward at step 0, environment 2"
-    ):
-        jaxsim.rollout(env, policy, 4, num_envs=3, checks=True)
-    # Unchecked, the same call runs and the NaN is in the output.
-    out = jaxsim.rollout(env, policy, 4, num_envs=3)
-    assert np.isnan(out.reward[0, 2]) and np.isfinite(out.reward[0, :2]).all()

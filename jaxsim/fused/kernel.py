@@ -244,7 +244,9 @@ def _run_reference(plan: _Plan, ins, carry):
 
 
 # ------------------------------------------------------------------------------------------ driver
-def _rollout(env, kind, static, sampler_static, n, num_envs, outputs, config, use_kernel, *args):
+def _rollout(
+    env, kind, static, sampler_static, n, num_envs, outputs, checks, config, use_kernel, *args
+):
     inputs, sampler_leaves, key, params, state = args
     policy = blk.BlockPolicy(kind, static, inputs=None)
     sampler = None if sampler_static is None else jax.tree.unflatten(sampler_static, sampler_leaves)
@@ -256,9 +258,10 @@ def _rollout(env, kind, static, sampler_static, n, num_envs, outputs, config, us
     with_sums = "episode_stats" in outputs
     if state is None:
         draws = ResetDraws.for_rollout(env, key, num_envs, sampler)
-        carry = initial_carry(env, Lanes(vmapped=True), params, params_axes, draws, with_sums)
+        lanes = Lanes(vmapped=True)
+        carry = initial_carry(env, lanes, params, params_axes, draws, with_sums, checks)
     else:
-        carry = Carry.from_state(state, with_sums)
+        carry = Carry.from_state(state, with_sums, checks)
     # Padded lanes repeat the last environment, so they step through valid physics.
     carry = jax.tree.map(lambda x: blk.pad_axis(x, padded), carry)
     padded_params = map_with_axes(
@@ -325,10 +328,10 @@ def _rollout(env, kind, static, sampler_static, n, num_envs, outputs, config, us
     final_state = carry.to_state(env, Lanes(vmapped=True), params, params_axes)
     stats = None if carry.sums is None else carry.sums.stats()
     per_step = {name: record.get(name) for name in STEP_OUTPUTS}
-    return Trajectory(**per_step, final_state=final_state, stats=stats)
+    return Trajectory(**per_step, final_state=final_state, stats=stats, checks=carry.checks)
 
 
-_rollout_jit = jax.jit(_rollout, static_argnums=tuple(range(9)))
+_rollout_jit = jax.jit(_rollout, static_argnums=tuple(range(10)))
 
 
 # -------------------------------------------------------------------------------------- public API
@@ -370,13 +373,15 @@ def fused_rollout(
     outputs,
     config,
     params_sampler=None,
+    checks=False,
     reference=False,
 ) -> Trajectory:
     """The fused backend of `jaxsim.rollout`, which validates the other arguments first.
 
     Args:
-      env, policy, n, num_envs, key, params, state, params_sampler: as `jaxsim.rollout` (policy
-        resolved, state a `RolloutState` or None).
+      env, policy, n, num_envs, key, params, state, params_sampler, checks: as
+        `jaxsim.rollout` (policy resolved, state a `RolloutState` or None; with checks, the
+        trajectory's `checks` holds the per-environment record, which `rollout` reports).
       outputs: as `jaxsim.rollout`: a preset ("all", "rewards", "stats") or a collection of names.
       config: a `FusedConfig`, or None for the defaults.
       reference: run the plain-jnp reference (the same block step on the whole batch under
@@ -407,6 +412,7 @@ def fused_rollout(
                 "(kernel inputs); use backend='scan' for this one"
             )
     return _rollout_jit(
-        env, bp.kind, bp.static, sampler_static, n, num_envs, outputs, config, not reference,
+        env, bp.kind, bp.static, sampler_static, n, num_envs, outputs, checks, config,
+        not reference,
         bp.inputs, sampler_leaves, key, params, state,
     )  # fmt: skip

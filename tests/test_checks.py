@@ -1,0 +1,88 @@
+"""Checked mode: whatever a rollout computes is checked, on both backends, whatever it keeps."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxsim
+from jaxsim import OpenLoopPolicy
+
+KEY = jax.random.key(5)
+FUSED = dict(backend="fused", fused_config=jaxsim.FusedConfig(block_envs=4, steps_per_launch=3))
+BACKENDS = {"scan": dict(backend="scan"), "fused": FUSED}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("outputs", ["stats", "rewards", ("action",)])
+def test_nan_physics_is_reported_whatever_outputs_keep(backend, outputs):
+    env = jaxsim.make("Pendulum-v1")
+    dt = jnp.asarray([0.05, 0.05, jnp.nan, 0.05, 0.05])  # environment 2 diverges at once
+    params = env.default_params.replace(dt=dt)
+    kw = dict(num_envs=5, key=KEY, params=params, outputs=outputs, **BACKENDS[backend])
+    with pytest.raises(FloatingPointError, match=r"non-finite next_obs at step 0, environment 2"):
+        jaxsim.rollout(env, "random", 6, checks=True, **kw)
+    out = jaxsim.rollout(env, "random", 6, **kw)  # unchecked: runs, and says nothing
+    assert out.checks is None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_out_of_range_discrete_actions_are_reported_and_otherwise_clipped(backend):
+    env = jaxsim.make("CartPole-v1")
+    n, num_envs = 5, 4
+    valid = jax.random.randint(KEY, (n, num_envs), 0, 2, jnp.int32)
+    invalid = valid.at[3, 1].set(2).at[4, 2].set(-1)
+    kw = dict(num_envs=num_envs, key=KEY, **BACKENDS[backend])
+    with pytest.raises(ValueError, match=r"action outside Discrete\(2\) at step 3, environment 1"):
+        jaxsim.rollout(env, OpenLoopPolicy(invalid), n, checks=True, **kw)
+    # Unchecked, 2 plays as 1 and -1 as 0, on every backend and in Env.step alike.
+    got = jaxsim.rollout(env, OpenLoopPolicy(invalid), n, **kw)
+    clipped = jaxsim.rollout(env, OpenLoopPolicy(jnp.clip(invalid, 0, 1)), n, **kw)
+    np.testing.assert_array_equal(got.next_obs, clipped.next_obs)
+    state, _ = env.reset(KEY, env.default_params)
+    _, pushed = env.step(KEY, state, jnp.int32(7), env.default_params)
+    _, right = env.step(KEY, state, jnp.int32(1), env.default_params)
+    np.testing.assert_array_equal(pushed.obs, right.obs)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_policy_with_nan_weights_is_reported(backend):
+    env = jaxsim.make("CartPole-v1")
+    policy = jaxsim.init_mlp_policy(jax.random.key(0), env, hidden=(8,))
+    (w, b), head = policy.actor
+    policy = policy.replace(actor=((w.at[0, 0].set(jnp.nan), b), head))
+    kw = dict(num_envs=4, key=KEY, outputs="rewards", **BACKENDS[backend])
+    with pytest.raises(FloatingPointError, match=r"non-finite extras at step 0, environment 0"):
+        jaxsim.rollout(env, policy, 3, checks=True, **kw)
+
+
+def test_a_nan_box_action_is_reported_with_what_it_broke():
+    env = jaxsim.make("Pendulum-v1")
+
+    def policy(key, obs):
+        bad = jnp.arange(obs.shape[0]) == 2
+        return jnp.where(bad, jnp.nan, 0.0)[:, None].astype(jnp.float32)
+
+    match = r"non-finite action, reward, next_obs at step 0, environment 2 \(first of 4 bad"
+    with pytest.raises(FloatingPointError, match=match):
+        jaxsim.rollout(env, policy, 4, num_envs=3, checks=True)
+    out = jaxsim.rollout(env, policy, 4, num_envs=3)
+    assert np.isnan(out.reward[0, 2]) and np.isfinite(out.reward[0, :2]).all()
+
+
+def test_checked_and_unchecked_rollouts_agree_and_checks_must_be_a_bool():
+    env = jaxsim.make("Acrobot-v1")
+    a = jaxsim.rollout(env, "random", 8, num_envs=3, key=KEY, checks=True)
+    b = jaxsim.rollout(env, "random", 8, num_envs=3, key=KEY)
+    np.testing.assert_array_equal(a.next_obs, b.next_obs)
+    assert (np.asarray(a.checks.first_step) == -1).all()
+    with pytest.raises(TypeError, match=r"checks must be True or False, got 'yes'"):
+        jaxsim.rollout(env, "random", 8, checks="yes")
+
+
+def test_done_and_stats_of_a_trajectory_that_kept_neither_say_what_to_keep():
+    out = jaxsim.rollout(jaxsim.make("CartPole-v1"), "random", 3, outputs=["obs"])
+    with pytest.raises(ValueError, match=r"Trajectory.done: this trajectory kept no terminated"):
+        out.done
+    with pytest.raises(ValueError, match=r"episode_stats: this trajectory kept neither"):
+        out.episode_stats()
