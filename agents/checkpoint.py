@@ -2,7 +2,9 @@
 
 The file holds the whole `RunnerState` (parameters, optimiser state, normaliser state, the
 environments in progress and the PRNG key), the `PPOConfig`, the environment id and the update
-count, so a resumed run continues bit for bit. A `config.json` beside it is for people.
+count, so a resumed run continues bit for bit. A `config.json` beside it is for people: it
+mirrors the checkpoint's metadata, and `sync_sidecar` restores it from the checkpoint when a
+run was killed between the two writes.
 
     env, policy = agents.load_policy("runs/cartpole/checkpoint.msgpack")
     traj = jaxsim.rollout(env, policy, 500, num_envs=8)
@@ -21,6 +23,7 @@ from flax import serialization
 
 import jaxsim
 from agents.ppo import PPO, PPOConfig, RunnerState
+from jaxsim.files import atomic_write, finite_json, write_json_atomic
 
 FORMAT = "jaxsim-agents-ppo/1"
 
@@ -35,18 +38,6 @@ class Checkpoint(NamedTuple):
 
 def _is_key(x) -> bool:
     return hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
-
-
-def atomic_write(path: str, data: bytes) -> None:
-    """Writes `data` to a temporary file beside `path`, then renames it over `path`."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def save_checkpoint(
@@ -77,19 +68,52 @@ def save_checkpoint(
         "jax_version": jax.__version__,
         **(extra or {}),
     }
-    payload = {"meta": json.dumps(meta), "state": state}
+    payload = {"meta": json.dumps(finite_json(meta), allow_nan=False), "state": state}
     atomic_write(path, serialization.msgpack_serialize(payload))
-    sidecar = os.path.join(os.path.dirname(os.path.abspath(path)), "config.json")
-    atomic_write(sidecar, (json.dumps(meta, indent=2) + "\n").encode())
+    write_json_atomic(_sidecar(path), finite_json(meta))
+
+
+def _sidecar(path: str) -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(path)), "config.json")
+
+
+def read_meta(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(metadata, state dict) of a checkpoint file; a ValueError naming it if it is corrupt."""
+    try:
+        with open(path, "rb") as f:
+            payload = serialization.msgpack_restore(f.read())
+        meta = json.loads(payload["meta"])
+        state = payload["state"]
+    except Exception as e:  # msgpack's, JSON's and layout errors all mean the same here
+        raise ValueError(
+            f"{path}: corrupt checkpoint, it could not be decoded ({type(e).__name__}: {e}); "
+            "delete it to train from scratch, or restore it from a copy"
+        ) from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        found = meta.get("format") if isinstance(meta, dict) else meta
+        raise ValueError(f"{path}: not a {FORMAT} checkpoint (format {found!r})")
+    return meta, state
+
+
+def sync_sidecar(path: str) -> bool:
+    """Rewrites config.json from the checkpoint at `path` if it differs; True if it did."""
+    if not os.path.exists(path):
+        return False
+    meta, _ = read_meta(path)
+    sidecar = _sidecar(path)
+    try:
+        with open(sidecar) as f:
+            if json.load(f) == finite_json(meta):
+                return False
+    except (OSError, ValueError):
+        pass
+    write_json_atomic(sidecar, finite_json(meta))
+    return True
 
 
 def load_checkpoint(path: str, env: jaxsim.Env | None = None) -> Checkpoint:
     """Restores a checkpoint. `env` is needed only for environments outside jaxsim.make."""
-    with open(path, "rb") as f:
-        payload = serialization.msgpack_restore(f.read())
-    meta = json.loads(payload["meta"])
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a {FORMAT} checkpoint (format {meta.get('format')!r})")
+    meta, state = read_meta(path)
     config = PPOConfig.from_dict(meta["config"])
     if env is None:
         env = jaxsim.make(meta["env_id"], **meta["env_overrides"])
@@ -102,7 +126,7 @@ def load_checkpoint(path: str, env: jaxsim.Env | None = None) -> Checkpoint:
     else:
         keys = jax.random.split(jax.random.key(0), num_seeds)
         template = jax.eval_shape(jax.vmap(agent.init), keys)
-    restored = serialization.from_state_dict(template, payload["state"])
+    restored = serialization.from_state_dict(template, state)
 
     def check(t, x):
         x = np.asarray(x)

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from agents.checkpoint import atomic_write
+from jaxsim.files import atomic_write, finite_json
 
 CSV_FIELDS = (
     "update",
@@ -32,6 +32,9 @@ CSV_FIELDS = (
     "approx_kl",
     "clip_fraction",
 )
+
+
+LOSS_FIELDS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -121,7 +124,8 @@ class Progress:
 def write_metrics(out_dir: str, rows: list[dict[str, Any]]) -> tuple[str, str]:
     """Rewrites metrics.jsonl and metrics.csv in `out_dir` atomically; returns their paths."""
     jsonl = os.path.join(out_dir, "metrics.jsonl")
-    atomic_write(jsonl, "".join(json.dumps(r) + "\n" for r in rows).encode())
+    lines = (json.dumps(finite_json(r), allow_nan=False) + "\n" for r in rows)
+    atomic_write(jsonl, "".join(lines).encode())
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore")
     writer.writeheader()
@@ -130,6 +134,17 @@ def write_metrics(out_dir: str, rows: list[dict[str, Any]]) -> tuple[str, str]:
     path_csv = os.path.join(out_dir, "metrics.csv")
     atomic_write(path_csv, buf.getvalue().encode())
     return jsonl, path_csv
+
+
+def first_nonfinite(rows: list[dict[str, Any]]) -> tuple[int, str] | None:
+    """(update, metric) of the first row whose loss metrics are NaN or inf, if any: a run that
+    diverged. Returns are allowed to be missing (no episode ended yet)."""
+    for row in rows:
+        for name in LOSS_FIELDS:
+            value = row.get(name)
+            if value is None or not math.isfinite(value):
+                return row["update"], name
+    return None
 
 
 def read_metrics(out_dir: str) -> list[dict[str, Any]]:

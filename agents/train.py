@@ -15,18 +15,19 @@ import ast
 import dataclasses
 import inspect
 import itertools
-import json
 import os
 import sys
+import tempfile
 
 import jax
 import numpy as np
 
 import jaxsim
 from agents import report
-from agents.checkpoint import atomic_write, load_checkpoint, save_checkpoint
+from agents.checkpoint import load_checkpoint, save_checkpoint, sync_sidecar
 from agents.ppo import PPO, PPOConfig
 from agents.presets import config_for
+from jaxsim.files import finite_json, remove_stale_temporaries, write_json_atomic
 from jaxsim.profile import check_output_dir
 
 ALGORITHMS = ("ppo",)
@@ -124,12 +125,14 @@ def main(argv: list[str] | None = None) -> dict:
         env = jaxsim.make(args.env)
         config = config_for(args.env, **_overrides(args))
         out = args.out or os.path.join("runs", args.env)
+        _check_out(out)
         ckpt_path = os.path.join(out, "checkpoint.msgpack")
         ckpt = None
         if args.resume:
             if not os.path.exists(ckpt_path):
                 raise ValueError(f"--resume: no checkpoint at {ckpt_path}")
             ckpt = load_checkpoint(ckpt_path)
+            _check_same_env(ckpt_path, ckpt.env, env)
             if ckpt.config != config or ckpt.meta["num_seeds"] != args.seeds:
                 raise ValueError(
                     f"--resume: {ckpt_path} was written with --seeds {ckpt.meta['num_seeds']} and "
@@ -146,8 +149,11 @@ def main(argv: list[str] | None = None) -> dict:
             wall_offset=ckpt.meta.get("wall_time", 0.0) if ckpt else 0.0,
         )
         agent = PPO(config, env, progress=progress)
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, OSError) as e:
         parser.error(str(e))
+    for stale in remove_stale_temporaries(out):
+        print(f"removed {stale}, a temporary file of a run that was killed", file=sys.stderr)
+    sync_sidecar(ckpt_path)
 
     key = jax.random.key(args.seed)
     if ckpt is not None:
@@ -178,7 +184,7 @@ def main(argv: list[str] | None = None) -> dict:
         "steps_per_seed": done * config.batch_size,
         "wall_time": progress.wall_time(),
     }
-    atomic_write(os.path.join(out, "eval.json"), (json.dumps(evaluation, indent=2) + "\n").encode())
+    write_json_atomic(os.path.join(out, "eval.json"), finite_json(evaluation))
     curve = None
     if not args.no_plot and progress.rows:
         title = f"PPO on {args.env}, {args.seeds} seed(s)"
@@ -196,13 +202,50 @@ def main(argv: list[str] | None = None) -> dict:
             lambda: run_one(runner), out_dir=args.profile, name=f"ppo_{args.env}"
         )
         print(profile_report.format_table())
-    return {
+    summary = {
         "out": out,
         "checkpoint": ckpt_path,
         "curve": curve,
         "eval": evaluation,
         "profile": profile_report,
     }
+    diverged = report.first_nonfinite(progress.rows)
+    if diverged is not None or not np.isfinite(per_seed).all():
+        update, metric = diverged or (done, "evaluation return")
+        print(
+            f"[{args.algorithm} {args.env}] error: the run diverged: {metric} is not finite from "
+            f"update {update} on (outputs in {out}, non-finite values written as null)",
+            file=sys.stderr,
+        )
+        raise SystemExit(1)
+    return summary
+
+
+def _check_out(out: str) -> None:
+    """--out must be a folder this process can write: checked before anything compiles."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ValueError(f"--out: {out} exists and is not a folder")
+    try:
+        os.makedirs(out, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-check."):
+            pass
+    except OSError as e:
+        raise ValueError(f"--out: cannot write to {out} ({e.strerror or e})") from None
+
+
+def _check_same_env(path: str, saved: jaxsim.Env, asked: jaxsim.Env) -> None:
+    """--resume continues the same environment (id, static config and params overrides)."""
+    if saved == asked:
+        return
+    was, now = saved.make_kwargs(), asked.make_kwargs()
+    diffs = [] if saved.id == asked.id else [f"env {saved.id} -> {asked.id}"]
+    diffs += [
+        f"{k}: {was.get(k)} -> {now.get(k)}" for k in sorted(was | now) if was.get(k) != now.get(k)
+    ]
+    raise ValueError(
+        f"--resume: {path} was trained on {saved!r}, not {asked!r} ({'; '.join(diffs)}); pass "
+        "the same --env, or a new --out"
+    )
 
 
 def _command(argv: list[str] | None) -> str:

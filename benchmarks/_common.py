@@ -14,13 +14,14 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import jax
+
+from jaxsim.files import finite_json, write_json_atomic  # noqa: F401 (re-exported)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
@@ -303,36 +304,6 @@ def time_fn(
 
 
 # ------------------------------------------------------------------------------------ result files
-def write_json_atomic(path: str | os.PathLike, obj: Any, *, indent: int = 2) -> Path:
-    """Writes `obj` as JSON so that `path` holds either its old content or the whole new one.
-
-    Serialises into a temporary file in the same directory, fsyncs it, then `os.replace`s it onto
-    `path`; if serialisation fails, the temporary file is removed and `path` is untouched.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; results are for everyone to read
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=indent, allow_nan=False)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-    return path
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def append_jsonl(path: str | os.PathLike, record: Any) -> None:
     """Appends `record` as one JSON line, flushed and fsynced, so finished records survive a crash.
 
@@ -357,19 +328,6 @@ def read_jsonl(path: str | os.PathLike) -> list[Any]:
         except json.JSONDecodeError:
             break
     return records
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 # ---------------------------------------------------------------------------------------- printing
@@ -399,14 +357,3 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
         "|" + "|".join("-" * (w + 1) + ("-" if i == 0 else ":") for i, w in enumerate(widths)) + "|"
     )
     return "\n".join([line(cells[0]), rule, *(line(r) for r in cells[1:])])
-
-
-def finite_json(obj):
-    """JSON has no NaN or inf: write them as null."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {str(k): finite_json(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [finite_json(v) for v in obj]
-    return obj

@@ -19,7 +19,6 @@ envs for the scan and the fused rollout; elsewhere the record says it is unmeasu
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import statistics
 import time
@@ -38,6 +37,7 @@ from benchmarks._common import (
     RESULTS_DIR,
     CompileWatcher,
     append_jsonl,
+    finite_json,
     format_table,
     machine_tag,
     provenance,
@@ -387,14 +387,14 @@ def main(argv: list[str] | None = None) -> int:
 
     def record(name, value):
         result[name] = value
-        append_jsonl(partial, {name: _finite(value)})
+        append_jsonl(partial, {name: finite_json(value)})
 
     for env_id in envs:
         print(f"jaxsim PPO on {env_id}, {args.seeds} seeds ...", flush=True)
         result["jaxsim"][env_id] = learn_jaxsim(
             env_id, args.seeds, args.eval_every, args.total_steps
         )
-        append_jsonl(partial, {env_id: _finite(result["jaxsim"][env_id])})
+        append_jsonl(partial, {env_id: finite_json(result["jaxsim"][env_id])})
         curve_png = out.with_name(f"{out.stem}_{env_id}.png")
         report.plot_curve(
             result["jaxsim"][env_id]["curve"],
@@ -422,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
         result["sb3"] = {"skipped": "--no-sb3"}
     if args.gpu_sps:
         record("gpu_training_sps", gpu_training_sps(4096, 2 if args.quick else 20))
-    write_json_atomic(out, _finite(result))
+    write_json_atomic(out, finite_json(result))
     partial.unlink(missing_ok=True)
     print(_summary(result))
     print(f"wrote {out}")
@@ -516,17 +516,6 @@ def _summary(result: dict) -> str:
 
 def _s(x):
     return "-" if x is None else f"{x:.1f}"
-
-
-def _finite(x):
-    """NaN and inf -> None, so the JSON is strict."""
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_finite(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
 
 
 if __name__ == "__main__":

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from pathlib import Path
 from typing import Any
 
+from jaxsim.files import finite_json
 from jaxsim.profile._hlo import UNSCOPED
 from jaxsim.profile._trace import COMPILE, DISPATCH, IDLE, PYTHON
 
@@ -129,7 +129,7 @@ class ProfileReport:
             row["share"] = r.total_s / self.wall_s if self.wall_s > 0 else 0.0
         d["device_busy_fraction"] = self.device_busy_fraction
         d["compile_s"] = self.compile_s
-        return _finite(d)
+        return finite_json(d)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ProfileReport:
@@ -318,13 +318,3 @@ def _ordered(rows: list[Row]) -> list[Row]:
             visit(r, {r.name})
     out += [r for r in rows if r not in out]  # rows in a parent cycle
     return out
-
-
-def _finite(obj):
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
-    return obj

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import glob
-import json
 import os
 import re
 import shutil
@@ -13,6 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from jaxsim.files import write_json_atomic
 from jaxsim.profile._hlo import UNSCOPED
 from jaxsim.profile._plot import matplotlib_missing, plot_report
 from jaxsim.profile._trace import HOST_KEYS
@@ -258,14 +258,6 @@ def write_outputs(report, trace_dir: Path, ws: Workspace, name: str, png: bool) 
         for suffix, kind in kinds.items()
         if name + suffix in staged
     }
-    write_json(staged[name + ".json"], report.to_dict())
+    write_json_atomic(staged[name + ".json"], report.to_dict())
     for fname, path in staged.items():
         os.replace(path, out / fname)
-
-
-def write_json(path: Path, obj) -> None:
-    text = json.dumps(obj, indent=2, allow_nan=False) + "\n"
-    with open(path, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())

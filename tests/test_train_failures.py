@@ -1,0 +1,86 @@
+"""The train command fails early, clearly and non-zero; what it leaves on disk stays consistent."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from agents import checkpoint, report, train
+
+TINY = [
+    "ppo", "--env", "CartPole-v1", "--seeds", "2", "--total-steps", "128", "--num-envs", "2",
+    "--num-steps", "32", "--num-minibatches", "2", "--update-epochs", "1", "--hidden", "8",
+    "--eval-envs", "2", "--log-every", "1", "--no-plot", "--quiet",
+]  # fmt: skip
+
+
+def _exits(capsys, argv, code=2):
+    with pytest.raises(SystemExit) as info:
+        train.main(argv)
+    assert info.value.code == code
+    return capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    train.main([*TINY, "--out", str(out)])
+    return out
+
+
+def test_an_out_that_is_a_file_or_unwritable_is_refused_before_compiling(capsys, tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert "--out: " + str(afile) + " exists and is not a folder" in _exits(
+        capsys, [*TINY, "--out", str(afile)]
+    )
+    assert "--out: cannot write to" in _exits(capsys, [*TINY, "--out", str(afile / "sub")])
+
+
+def test_resume_with_another_env_says_what_differs(capsys, finished_run):
+    err = _exits(
+        capsys, [*TINY[:2], "Acrobot-v1", *TINY[3:], "--out", str(finished_run), "--resume"]
+    )
+    assert "was trained on jaxsim.make('CartPole-v1'), not jaxsim.make('Acrobot-v1')" in err
+    assert "env CartPole-v1 -> Acrobot-v1" in err
+
+
+def test_a_corrupt_checkpoint_is_named(capsys, tmp_path, finished_run):
+    data = (finished_run / "checkpoint.msgpack").read_bytes()
+    broken = tmp_path / "checkpoint.msgpack"
+    broken.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match=r"checkpoint.msgpack: corrupt checkpoint"):
+        checkpoint.load_checkpoint(str(broken))
+    err = _exits(capsys, [*TINY, "--out", str(tmp_path), "--resume"])
+    assert "corrupt checkpoint" in err and str(broken) in err
+
+
+def test_stale_temporaries_go_and_config_json_follows_the_checkpoint(tmp_path, finished_run):
+    out = tmp_path / "run"
+    out.mkdir()
+    for name in ("checkpoint.msgpack", "metrics.jsonl"):
+        (out / name).write_bytes((finished_run / name).read_bytes())
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = out / f".checkpoint.msgpack.{dead.pid}.x1y2.tmp"
+    stale.write_bytes(b"half a checkpoint")
+    live = out / f".metrics.jsonl.{os.getpid()}.z3.tmp"  # a writer still running keeps its file
+    live.write_bytes(b"")
+    (out / "config.json").write_text("{}")  # killed between the checkpoint and its sidecar
+    train.main([*TINY, "--out", str(out), "--resume"])
+    assert not stale.exists() and live.exists()
+    meta = json.loads((out / "config.json").read_text())
+    assert meta == json.loads(json.dumps(checkpoint.read_meta(str(out / "checkpoint.msgpack"))[0]))
+
+
+def test_a_diverged_run_exits_non_zero_and_writes_strict_json(capsys, tmp_path):
+    err = _exits(capsys, [*TINY, "--learning-rate", "1e30", "--out", str(tmp_path)], code=1)
+    assert "the run diverged" in err and "is not finite from update" in err
+    for line in (tmp_path / "metrics.jsonl").read_text().splitlines():
+        json.loads(line, parse_constant=lambda c: pytest.fail(f"bare {c} in metrics.jsonl"))
+    json.loads((tmp_path / "eval.json").read_text(), parse_constant=pytest.fail)
+    rows = report.read_metrics(str(tmp_path))
+    assert report.first_nonfinite(rows) is not None
