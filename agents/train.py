@@ -28,7 +28,7 @@ from agents.checkpoint import load_checkpoint, save_checkpoint, sync_sidecar
 from agents.ppo import PPO, PPOConfig
 from agents.presets import config_for
 from jaxsim.files import finite_json, remove_stale_temporaries, write_json_atomic
-from jaxsim.profile import check_output_dir
+from jaxsim.profiler import check_output_dir
 
 ALGORITHMS = ("ppo",)
 

@@ -53,7 +53,7 @@ from benchmarks._common import (
     provenance,
     write_json_atomic,
 )
-from jaxsim.profile import COMPILE, DEFAULT_PHASES, DISPATCH, IDLE, PYTHON, UNSCOPED, plot_stacked
+from jaxsim.profiler import COMPILE, DEFAULT_PHASES, DISPATCH, IDLE, PYTHON, UNSCOPED, plot_stacked
 
 ENV_ID = "CartPole-v1"
 # Host and idle categories in greys, so that the device's work stands out.

@@ -13,12 +13,22 @@ from jaxsim.policies import (
     orthogonal_init,
     random_policy,
 )
-from jaxsim.profile import profile as profile
 from jaxsim.rollout import initial_state, rollout
 from jaxsim.spaces import Box, Discrete
 from jaxsim.transition import EpisodeStats, RolloutState, Trajectory
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # The profiler loads when first used: `jaxsim.profile(fn)` or `with jaxsim.profile():`.
+    if name == "profile":
+        from jaxsim.profiler import profile
+
+        globals()["profile"] = profile
+        return profile
+    raise AttributeError(f"module 'jaxsim' has no attribute {name!r}")
+
 
 __all__ = [
     "Box",
@@ -38,6 +48,7 @@ __all__ = [
     "make",
     "orthogonal_init",
     "params",
+    "profile",
     "random_policy",
     "registered_ids",
     "rng",

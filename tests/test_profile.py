@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from jaxsim.profile import (
+from jaxsim.profiler import (
     COMPILE,
     DISPATCH,
     UNSCOPED,
@@ -19,9 +19,9 @@ from jaxsim.profile import (
     check_output_dir,
     profile,
 )
-from jaxsim.profile import __main__ as cli
-from jaxsim.profile._calibrate import typical
-from jaxsim.profile._hlo import HloModule, PhaseMap, scope_phases
+from jaxsim.profiler import __main__ as cli
+from jaxsim.profiler._calibrate import typical
+from jaxsim.profiler._hlo import HloModule, PhaseMap, scope_phases
 
 PHASES = ("matmul", "elementwise")
 
@@ -296,7 +296,7 @@ def test_context_manager_that_raises_writes_nothing(tmp_path):
             pass
 
 
-# -------------------------------------------------------------- `python -m jaxsim.profile` runner
+# -------------------------------------------------------------- `python -m jaxsim.profiler` runner
 _TINY = """
     import sys
     import jax

@@ -11,9 +11,19 @@ step is `jaxsim.transition.batch_step` on a block of lanes, so for the same key 
 scan backend's trajectories.
 """
 
+from jaxsim.fused.block import auto_backend, unsupported_reason
 from jaxsim.fused.config import FusedConfig
-from jaxsim.fused.kernel import auto_backend, fused_rollout, unsupported_reason
 from jaxsim.policies import OpenLoopPolicy  # re-exported: it was first defined here
+
+
+def __getattr__(name: str):
+    # Pallas loads with the kernel, only when a fused rollout runs (it costs `import jaxsim`).
+    if name == "fused_rollout":
+        from jaxsim.fused.kernel import fused_rollout
+
+        return fused_rollout
+    raise AttributeError(f"module 'jaxsim.fused' has no attribute {name!r}")
+
 
 __all__ = [
     "FusedConfig",

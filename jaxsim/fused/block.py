@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxsim.core import Env
+from jaxsim.fused.config import is_power_of_two
 from jaxsim.policies import MLPPolicy, OpenLoopPolicy, RandomPolicy
 from jaxsim.spaces import Box, Discrete
 from jaxsim.transition import Lanes, batch_step, with_episode_params
@@ -63,6 +64,32 @@ def policy_unsupported_reason(policy) -> str | None:
         kinds = sorted({type(leaf).__name__ for leaf in leaves})
         return f"the kernel takes a policy's leaves as array inputs, but they include {kinds}"
     return None
+
+
+def unsupported_reason(env, policy) -> str | None:
+    """Why the fused backend cannot run `env` with `policy`, or None if it can."""
+    reason = env_unsupported_reason(env)
+    if reason is not None:
+        return f"environment {env.id}: {reason}"
+    reason = policy_unsupported_reason(policy)
+    return None if reason is None else f"policy: {reason}"
+
+
+def auto_backend(env, policy) -> str:
+    """What `backend="auto"` runs: "fused" on a GPU for what the kernel compiles there, else "scan".
+
+    On a CPU the kernel only runs interpreted, far slower than the scan. On a GPU: "fused" for
+    `RandomPolicy`, `OpenLoopPolicy` and `MLPPolicy` (whose Triton lowering the tests check for
+    every environment), unless the action space is a Box of a size that is not a power of two
+    (an action is an array of that size, which Triton does not lower). Any other policy with
+    `act_from_seed` runs fused only when asked for explicitly.
+    """
+    if jax.default_backend() != "gpu" or unsupported_reason(env, policy) is not None:
+        return "scan"
+    if not (isinstance(policy, RandomPolicy | OpenLoopPolicy) or type(policy) is MLPPolicy):
+        return "scan"
+    space = env.action_space(env.default_params)
+    return "scan" if isinstance(space, Box) and not is_power_of_two(space.size) else "fused"
 
 
 # ----------------------------------------------------------------------------- policies on a block

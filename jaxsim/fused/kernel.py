@@ -45,9 +45,8 @@ from jax.experimental.pallas import triton as pltriton
 from jaxsim import rng
 from jaxsim.core import Env
 from jaxsim.fused import block as blk
-from jaxsim.fused.config import FusedConfig, is_power_of_two
-from jaxsim.policies import MLPPolicy, OpenLoopPolicy, RandomPolicy
-from jaxsim.spaces import Box
+from jaxsim.fused.config import FusedConfig
+from jaxsim.policies import OpenLoopPolicy
 from jaxsim.transition import (
     STEP_OUTPUTS,
     Carry,
@@ -335,32 +334,6 @@ _rollout_jit = jax.jit(_rollout, static_argnums=tuple(range(10)))
 
 
 # -------------------------------------------------------------------------------------- public API
-def unsupported_reason(env, policy) -> str | None:
-    """Why the fused backend cannot run `env` with `policy`, or None if it can."""
-    reason = blk.env_unsupported_reason(env)
-    if reason is not None:
-        return f"environment {env.id}: {reason}"
-    reason = blk.policy_unsupported_reason(policy)
-    return None if reason is None else f"policy: {reason}"
-
-
-def auto_backend(env, policy) -> str:
-    """What `backend="auto"` runs: "fused" on a GPU for what the kernel compiles there, else "scan".
-
-    On a CPU the kernel only runs interpreted, far slower than the scan. On a GPU: "fused" for
-    `RandomPolicy`, `OpenLoopPolicy` and `MLPPolicy` (whose Triton lowering the tests check for
-    every environment), unless the action space is a Box of a size that is not a power of two
-    (an action is an array of that size, which Triton does not lower). Any other policy with
-    `act_from_seed` runs fused only when asked for explicitly.
-    """
-    if jax.default_backend() != "gpu" or unsupported_reason(env, policy) is not None:
-        return "scan"
-    if not (isinstance(policy, RandomPolicy | OpenLoopPolicy) or type(policy) is MLPPolicy):
-        return "scan"
-    space = env.action_space(env.default_params)
-    return "scan" if isinstance(space, Box) and not is_power_of_two(space.size) else "fused"
-
-
 def fused_rollout(
     env,
     policy,
@@ -394,7 +367,7 @@ def fused_rollout(
     config = FusedConfig() if config is None else config
     if not isinstance(config, FusedConfig):
         raise TypeError(f"rollout: fused_config must be a FusedConfig, got {type(config).__name__}")
-    reason = unsupported_reason(env, policy)
+    reason = blk.unsupported_reason(env, policy)
     if reason is not None:
         raise ValueError(
             f"rollout: the fused backend cannot run this rollout ({reason}); "

@@ -1,15 +1,15 @@
-"""`python -m jaxsim.profile`: run a program under the phase profiler, like `python -m cProfile`.
+"""`python -m jaxsim.profiler`: run a program under the phase profiler, like `python -m cProfile`.
 
-  python -m jaxsim.profile [-o DIR] [--phases a,b] [--baseline N] -m module [args...]
-  python -m jaxsim.profile [-o DIR] [--phases a,b] [--baseline N] script.py [args...]
-  python -m jaxsim.profile rollout --env CartPole-v1 --num-envs 1024 --steps 128 --out prof/
-  python -m jaxsim.profile show prof/rollout.json
+  python -m jaxsim.profiler [-o DIR] [--phases a,b] [--baseline N] -m module [args...]
+  python -m jaxsim.profiler [-o DIR] [--phases a,b] [--baseline N] script.py [args...]
+  python -m jaxsim.profiler rollout --env CartPole-v1 --num-envs 1024 --steps 128 --out prof/
+  python -m jaxsim.profiler show prof/rollout.json
 
 The first two run the target (`runpy`, with `sys.argv` set to the target and its arguments) once
 inside `with jaxsim.profile():`, print the per-phase table (device, device idle and host time;
 dispatches; compile time) and, with `-o DIR`, write `<name>.json`, `<name>.png` and the Perfetto
 trace `<name>.trace.json.gz` there. Everything after the module or script belongs to it:
-`python -m jaxsim.profile -o prof -m agents.train ppo --env CartPole-v1`. `--baseline N` first
+`python -m jaxsim.profiler -o prof -m agents.train ppo --env CartPole-v1`. `--baseline N` first
 runs the target N times uninstrumented, in child processes: the overhead correction is
 calibrated on the first (and every other) run and checked against the others (N >= 2). A script
 named `rollout` or `show` is run as `./rollout`.
@@ -32,8 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from jaxsim.profile import DEFAULT_PHASES, ProfileReport, check_output_dir, profile
-from jaxsim.profile._capture import CompileMonitor
+from jaxsim.profiler import DEFAULT_PHASES, ProfileReport, check_output_dir, profile
+from jaxsim.profiler._capture import CompileMonitor
 
 SUBCOMMANDS = ("rollout", "show")
 
@@ -45,8 +45,8 @@ def _phases(text: str) -> tuple[str, ...]:
 # ---------------------------------------------------------------------------------- the runner
 def runner_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m jaxsim.profile",
-        usage="python -m jaxsim.profile [options] (-m module | script.py | rollout | show) ...",
+        prog="python -m jaxsim.profiler",
+        usage="python -m jaxsim.profiler [options] (-m module | script.py | rollout | show) ...",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -150,8 +150,8 @@ def _baseline(target: list[str], n: int) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="jaxsim-profile-baseline-") as tmp:
         for i in range(n):
             path = os.path.join(tmp, f"baseline{i}.json")
-            cmd = [sys.executable, "-m", "jaxsim.profile", "--untraced-json", path, *target]
-            print(f"[jaxsim.profile] baseline run {i + 1}/{n}, uninstrumented", flush=True)
+            cmd = [sys.executable, "-m", "jaxsim.profiler", "--untraced-json", path, *target]
+            print(f"[jaxsim.profiler] baseline run {i + 1}/{n}, uninstrumented", flush=True)
             done = subprocess.run(cmd, check=False)
             if done.returncode != 0 or not os.path.exists(path):
                 raise RuntimeError(
@@ -159,7 +159,7 @@ def _baseline(target: list[str], n: int) -> list[dict]:
                     f"{done.returncode})"
                 )
             runs.append(json.loads(Path(path).read_text()))
-    print("[jaxsim.profile] baselines done; now the profiled run", flush=True)
+    print("[jaxsim.profiler] baselines done; now the profiled run", flush=True)
     return runs
 
 
@@ -196,7 +196,7 @@ def run(argv: list[str]) -> ProfileReport | None:
 # ------------------------------------------------------------------------- rollout and show
 def subcommand_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m jaxsim.profile", description="profile a jaxsim rollout, or show a report"
+        prog="python -m jaxsim.profiler", description="profile a jaxsim rollout, or show a report"
     )
     sub = parser.add_subparsers(dest="command", required=True)
     ro = sub.add_parser("rollout", help="profile jaxsim.rollout under an MLP or random policy")

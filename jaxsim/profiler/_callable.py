@@ -6,12 +6,12 @@ import statistics
 import time
 from collections import Counter
 
-from jaxsim.profile import _gpu, _trace
-from jaxsim.profile._breakdown import build_report
-from jaxsim.profile._calibrate import PROBE_MODULES, Probes, calibrate, typical
-from jaxsim.profile._capture import CompileMonitor, capture_hlo
-from jaxsim.profile._hlo import UNSCOPED, PhaseMap
-from jaxsim.profile._session import TraceSession, Workspace, check_no_trace, write_outputs
+from jaxsim.profiler import _gpu, _trace
+from jaxsim.profiler._breakdown import build_report
+from jaxsim.profiler._calibrate import PROBE_MODULES, Probes, calibrate, typical
+from jaxsim.profiler._capture import CompileMonitor, capture_hlo
+from jaxsim.profiler._hlo import UNSCOPED, PhaseMap
+from jaxsim.profiler._session import TraceSession, Workspace, check_no_trace, write_outputs
 
 _WARM_NAME = "jaxsim.profile.warmup"
 _MAX_SAMPLES = 2000  # per block: a very fast callable stops here rather than at min_time

@@ -15,13 +15,13 @@ Two ways in, one name:
 
 and from the shell, in the style of `python -m cProfile`:
 
-    python -m jaxsim.profile -o prof/ -m agents.train ppo --env CartPole-v1
-    python -m jaxsim.profile -o prof/ script.py --its-args
-    python -m jaxsim.profile show prof/train.json
+    python -m jaxsim.profiler -o prof/ -m agents.train ppo --env CartPole-v1
+    python -m jaxsim.profiler -o prof/ script.py --its-args
+    python -m jaxsim.profiler show prof/train.json
 
-Note: `jaxsim.profile` is the function once `jaxsim` is imported (so `import jaxsim.profile as
-m` binds the function too); import the module's other names with `from jaxsim.profile import
-Profiler, ProfileReport`, or run it with `python -m jaxsim.profile`.
+Note: `jaxsim.profile` is the function once `jaxsim` is imported (so `import jaxsim.profiler as
+m` binds the function too); import the module's other names with `from jaxsim.profiler import
+Profiler, ProfileReport`, or run it with `python -m jaxsim.profiler`.
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ import shutil
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from jaxsim.profile._hlo import UNSCOPED
-from jaxsim.profile._plot import plot_report, plot_stacked
-from jaxsim.profile._program import Profiler
-from jaxsim.profile._report import ProfileReport, Row
-from jaxsim.profile._session import (
+from jaxsim.profiler._hlo import UNSCOPED
+from jaxsim.profiler._plot import plot_report, plot_stacked
+from jaxsim.profiler._program import Profiler
+from jaxsim.profiler._report import ProfileReport, Row
+from jaxsim.profiler._session import (
     DEFAULT_PHASES,
     check_count,
     check_hlo,
@@ -43,7 +43,7 @@ from jaxsim.profile._session import (
     check_phases,
     staging_dir,
 )
-from jaxsim.profile._trace import COMPILE, DISPATCH, IDLE, PYTHON
+from jaxsim.profiler._trace import COMPILE, DISPATCH, IDLE, PYTHON
 
 __all__ = [
     "COMPILE",
@@ -159,7 +159,7 @@ def profile(
     min_time = 1.0 if min_time is None else min_time
     if isinstance(min_time, bool) or not isinstance(min_time, int | float) or min_time < 0:
         raise ValueError(f"profile: min_time must be seconds >= 0, got {min_time!r}")
-    from jaxsim.profile._callable import profile_callable
+    from jaxsim.profiler._callable import profile_callable
 
     return profile_callable(
         fn,

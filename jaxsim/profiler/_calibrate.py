@@ -53,7 +53,7 @@ class Probes:
         import jax
         import jax.numpy as jnp
 
-        from jaxsim.profile._capture import capture_hlo
+        from jaxsim.profiler._capture import capture_hlo
 
         def body(carry, _):
             a, b = carry
@@ -103,7 +103,7 @@ class Probes:
         """Runs each probe under step annotations the trace reader finds (inside a trace)."""
         import jax
 
-        from jaxsim.profile._trace import PROBE_HOST, PROBE_OPS
+        from jaxsim.profiler._trace import PROBE_HOST, PROBE_OPS
 
         for name, fn in ((PROBE_OPS, self._ops), (PROBE_HOST, self._host)):
             for i in range(repeats):

@@ -7,10 +7,10 @@ import os
 import statistics
 from collections import Counter
 
-from jaxsim.profile._calibrate import Calibration, typical
-from jaxsim.profile._hlo import UNSCOPED
-from jaxsim.profile._report import ProfileReport, Row
-from jaxsim.profile._trace import COMPILE, HOST_KEYS, Key, Window
+from jaxsim.profiler._calibrate import Calibration, typical
+from jaxsim.profiler._hlo import UNSCOPED
+from jaxsim.profiler._report import ProfileReport, Row
+from jaxsim.profiler._trace import COMPILE, HOST_KEYS, Key, Window
 
 _COMPILE_KEY = ("host", COMPILE)
 

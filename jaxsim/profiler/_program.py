@@ -6,13 +6,13 @@ import contextlib
 import statistics
 import time
 
-from jaxsim.profile import _gpu, _trace
-from jaxsim.profile._breakdown import build_report
-from jaxsim.profile._calibrate import PROBE_MODULES, Probes, calibrate
-from jaxsim.profile._capture import CompileMonitor, capture_hlo
-from jaxsim.profile._hlo import UNSCOPED, PhaseMap
-from jaxsim.profile._report import ProfileReport
-from jaxsim.profile._session import (
+from jaxsim.profiler import _gpu, _trace
+from jaxsim.profiler._breakdown import build_report
+from jaxsim.profiler._calibrate import PROBE_MODULES, Probes, calibrate
+from jaxsim.profiler._capture import CompileMonitor, capture_hlo
+from jaxsim.profiler._hlo import UNSCOPED, PhaseMap
+from jaxsim.profiler._report import ProfileReport
+from jaxsim.profiler._session import (
     DEFAULT_PHASES,
     TraceSession,
     Workspace,
@@ -33,7 +33,7 @@ class Profiler:
     number of dispatches are reported apart. The block runs once, so by default the trace
     overhead is corrected with the probes' per-event model only, which misses by tens of
     percent on programs of many tiny ops. `baseline`: uninstrumented runs of the same code
-    (`{"wall_s", "compile_s"}` each, as `python -m jaxsim.profile --baseline N` measures them
+    (`{"wall_s", "compile_s"}` each, as `python -m jaxsim.profiler --baseline N` measures them
     in child processes): the even-numbered ones calibrate the correction (their run time,
     compile apart, against the traced one), the odd-numbered ones check it.
 
@@ -194,7 +194,7 @@ class Profiler:
         if self.baseline:
             report.baseline = _check_baseline(self.baseline, report)
         if gpu:
-            from jaxsim.profile._callable import with_kernel_busy
+            from jaxsim.profiler._callable import with_kernel_busy
 
             report.gpu = with_kernel_busy(gpu, report)
         return report

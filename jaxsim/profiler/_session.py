@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from jaxsim.files import write_json_atomic
-from jaxsim.profile._hlo import UNSCOPED
-from jaxsim.profile._plot import matplotlib_missing, plot_report
-from jaxsim.profile._trace import HOST_KEYS
+from jaxsim.profiler._hlo import UNSCOPED
+from jaxsim.profiler._plot import matplotlib_missing, plot_report
+from jaxsim.profiler._trace import HOST_KEYS
 
 DEFAULT_PHASES = (
     "rollout",

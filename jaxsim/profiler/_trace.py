@@ -7,7 +7,7 @@ import dataclasses
 import re
 from collections import Counter, defaultdict
 
-from jaxsim.profile._hlo import UNSCOPED, PhaseMap
+from jaxsim.profiler._hlo import UNSCOPED, PhaseMap
 
 STEP_NAME = "jaxsim.profile.step"  # StepTraceAnnotation around each traced iteration
 CAL_NAME = "jaxsim.profile.calibration"  # traced calls that only calibrate the overhead

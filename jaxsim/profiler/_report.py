@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from jaxsim.files import finite_json
-from jaxsim.profile._hlo import UNSCOPED
-from jaxsim.profile._trace import COMPILE, DISPATCH, IDLE, PYTHON
+from jaxsim.profiler._hlo import UNSCOPED
+from jaxsim.profiler._trace import COMPILE, DISPATCH, IDLE, PYTHON
 
 _DESCRIPTIONS = {
     UNSCOPED: "device ops outside every known phase",
