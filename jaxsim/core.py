@@ -87,6 +87,7 @@ class Env(Generic[State, Params]):
             if shape:  # array-valued: the scalar default broadcast to the declared shape
                 defaults[spec.name] = spec.check(self.id, spec.default, shape)
         self._default_params = self.params_type(**(defaults | overrides))
+        self._state_shapes = None  # one environment's state leaf shapes, on first check_state
 
     # -- to implement -----------------------------------------------------------------------------
     def init_state(self, u: tuple[jax.Array, ...], params: Params) -> State:
@@ -141,7 +142,7 @@ class Env(Generic[State, Params]):
     def reset(self, key: jax.Array, params: Params) -> tuple[State, jax.Array]:
         """A fresh episode for one environment: (state, obs)."""
         self.check_params(params)
-        seed = rng.seed_from_key(key)
+        seed = rng.seed_from_key(rng.check_key(f"{self.id}.reset", key))
         return self.reset_at(seed, jnp.uint32(0), jnp.uint32(0), params)
 
     def reset_at(self, seed, index, counter, params: Params) -> tuple[State, jax.Array]:
@@ -159,13 +160,56 @@ class Env(Generic[State, Params]):
     def step(
         self, key: jax.Array, state: State, action: jax.Array, params: Params
     ) -> tuple[State, TimeStep]:
-        """One step of one environment. Never resets; see `jaxsim.rollout` for auto-reset."""
+        """One step of one environment. Never resets; see `jaxsim.rollout` for auto-reset.
+
+        `state` and `action` are one environment's (vmap `step` for a batch); a state or action
+        of another shape or kind is a ValueError/TypeError naming it, raised while tracing.
+        """
         self.check_params(params)
+        self.check_state(state)
+        action = self.check_action(action)
         state, obs_fields, reward, terminated, truncated = env_transition(
             self, state, action, params, key
         )
         obs = stack_obs(jnp.asarray(f, jnp.float32) for f in obs_fields)
         return state, TimeStep(obs, reward, terminated, truncated)
+
+    def check_state(self, state) -> None:
+        """Raises unless `state` is one environment's state of this environment."""
+        if not isinstance(state, self.state_type):
+            raise TypeError(
+                f"{self.id}: state must be a {self.state_type.__name__} (from env.reset), "
+                f"got {type(state).__name__}"
+            )
+        if getattr(self, "_state_shapes", None) is None:
+            u = tuple(jax.ShapeDtypeStruct((), jnp.float32) for _ in range(self.num_reset_uniforms))
+            template = jax.eval_shape(self.init_state, u, self.default_params)
+            self._state_shapes = {
+                jax.tree_util.keystr(path): leaf.shape
+                for path, leaf in jax.tree.leaves_with_path(template)
+            }
+        for path, leaf in jax.tree.leaves_with_path(state):
+            name, shape = jax.tree_util.keystr(path), jnp.shape(leaf)
+            expected = self._state_shapes.get(name)
+            if shape != expected:
+                raise ValueError(
+                    f"{self.id}: state{name} has shape {shape}, but one environment's is "
+                    f"{expected}; step takes one environment (jax.vmap it for a batch)"
+                )
+
+    def check_action(self, action) -> jax.Array:
+        """`action` as an array, if it is one action of `action_space`'s shape and kind."""
+        space = self.action_space(self.default_params)
+        action = jnp.asarray(action)
+        discrete = space.dtype == jnp.int32
+        kind_ok = jnp.issubdtype(action.dtype, jnp.integer if discrete else jnp.floating)
+        if action.shape != space.shape or not kind_ok:
+            kind = "an integer" if discrete else "a float"
+            raise ValueError(
+                f"{self.id}: action must be {kind} array of shape {space.shape} for {space}, got "
+                f"{action.dtype.name}{list(action.shape)}; step takes one environment's action"
+            )
+        return action.astype(space.dtype)
 
     def check_params(self, params) -> None:
         if not isinstance(params, self.params_type):

@@ -14,6 +14,17 @@ from jaxsim.core import Env
 from jaxsim.spaces import Box, Discrete, Space
 
 
+def split_policy_output(out):
+    """A policy's output as (action, extras): extras are {} for a policy returning an action."""
+    if isinstance(out, tuple):
+        if len(out) != 2:
+            raise ValueError(
+                f"rollout: policy must return action or (action, extras), got a {len(out)}-tuple"
+            )
+        return out
+    return out, {}
+
+
 @dataclasses.dataclass(frozen=True)
 class RandomPolicy:
     """Uniform random actions for any Discrete or Box space, drawn with counter-based randomness.

@@ -37,6 +37,20 @@ def mix(x):
     return x ^ (x >> np.uint32(16))
 
 
+def check_key(owner: str, key) -> jax.Array:
+    """`key` if it is one PRNG key (typed, or a raw uint32[2]); else a ValueError naming it."""
+    if isinstance(key, jax.Array | np.ndarray):
+        if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) and key.shape == ():
+            return key
+        if key.dtype == np.uint32 and key.shape == (2,):
+            return key
+    got = f"{key.dtype}{list(key.shape)}" if hasattr(key, "dtype") else repr(key)
+    raise ValueError(
+        f"{owner}: key must be one PRNG key (jax.random.key(seed) or jax.random.PRNGKey(seed)), "
+        f"got {got}"
+    )
+
+
 def seed_from_key(key: jax.Array) -> jax.Array:
     """Derives a 64-bit seed, as uint32[2], from a JAX PRNG key (raw or typed)."""
     return jax.random.bits(key, (2,), jnp.uint32)

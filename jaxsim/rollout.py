@@ -12,7 +12,8 @@ import numpy as np
 from jaxsim import rng
 from jaxsim.checks import raise_on_failure
 from jaxsim.core import Env
-from jaxsim.policies import OpenLoopPolicy, random_policy
+from jaxsim.memory import check_memory
+from jaxsim.policies import OpenLoopPolicy, random_policy, split_policy_output
 from jaxsim.spaces import Space
 from jaxsim.transition import (
     STEP_OUTPUTS,
@@ -35,24 +36,19 @@ BACKENDS = ("auto", "scan", "fused")
 
 
 # ------------------------------------------------------------------------------- input checking
+_MAX_COUNT = 2**31 - 1  # step counters and environment indices are int32
+
+
 def _check_positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"rollout: {name} must be an integer >= 1, got {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | np.integer)
+        or not 1 <= value <= _MAX_COUNT
+    ):
+        raise ValueError(
+            f"rollout: {name} must be an integer in [1, 2**31 - 1] (int32 counters), got {value!r}"
+        )
     return int(value)
-
-
-def _check_key(key) -> jax.Array:
-    if key is None:
-        return jax.random.key(0)
-    if isinstance(key, jax.Array | np.ndarray):
-        if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) and key.shape == ():
-            return key
-        if key.dtype == np.uint32 and key.shape == (2,):
-            return key
-    raise ValueError(
-        "rollout: key must be one PRNG key (jax.random.key(seed) or jax.random.PRNGKey(seed)), "
-        f"got {getattr(key, 'dtype', type(key).__name__)}{getattr(key, 'shape', '')}"
-    )
 
 
 def _batch_sizes(tree) -> set[int]:
@@ -153,16 +149,6 @@ def _check_action(space: Space, action, num_envs: int) -> None:
         )
 
 
-def _split_policy_output(out):
-    if isinstance(out, tuple):
-        if len(out) != 2:
-            raise ValueError(
-                f"rollout: policy must return action or (action, extras), got a {len(out)}-tuple"
-            )
-        return out
-    return out, {}
-
-
 # --------------------------------------------------------------------------------- policy as args
 # A policy may be a plain function (static: part of the compile-cache key) or a pytree callable
 # holding arrays, e.g. network weights: its arrays are passed as arguments, so new weights of the
@@ -240,7 +226,7 @@ def _scan_rollout(env, static, n, num_envs, outputs, checks, dynamic, key, param
                 out = seeded(policy_input, draws.index, obs)
             else:
                 out = policy(policy_input, obs)
-            action, extras = _split_policy_output(out)
+            action, extras = split_policy_output(out)
             _check_action(space, action, num_envs)
         with jax.named_scope("env_step"):
             step_keys = None
@@ -338,7 +324,7 @@ def rollout(
             f"rollout: params must be {env.params_type.__name__} for {env.id} "
             f"(env.default_params), got {type(params).__name__}"
         )
-    key = _check_key(key)
+    key = jax.random.key(0) if key is None else rng.check_key("rollout", key)
     outputs = check_outputs(outputs)
     if checks not in (True, False):
         raise TypeError(f"rollout: checks must be True or False, got {checks!r}")
@@ -355,7 +341,9 @@ def rollout(
     _check_sampler(env, params_sampler, num_envs)
     state = _check_state(env, state, num_envs, params, params_axes, params_sampler)
 
-    from jaxsim import fused  # deferred: it loads Pallas
+    check_memory(env, policy, key, n, num_envs, outputs)
+
+    from jaxsim import fused  # deferred: it imports the kernel's support code
 
     if backend == "auto":
         backend = fused.auto_backend(env, policy)

@@ -86,3 +86,46 @@ def test_done_and_stats_of_a_trajectory_that_kept_neither_say_what_to_keep():
         out.done
     with pytest.raises(ValueError, match=r"episode_stats: this trajectory kept neither"):
         out.episode_stats()
+
+
+# ----------------------------------------------------------------------- low-level bad input
+def test_reset_and_step_name_a_bad_key_state_or_action():
+    env, pendulum = jaxsim.make("CartPole-v1"), jaxsim.make("Pendulum-v1")
+    params = env.default_params
+    with pytest.raises(ValueError, match=r"CartPole-v1.reset: key must be one PRNG key.*got 0"):
+        env.reset(0, params)
+    state, _ = env.reset(KEY, params)
+    batched, _ = jax.vmap(env.reset, (0, None))(jax.random.split(KEY, 3), params)
+    p_state, _ = pendulum.reset(KEY, pendulum.default_params)
+    cases = [
+        (batched, 0, ValueError, r"state.x has shape \(3,\), but one environment's is \(\)"),
+        (p_state, 0, TypeError, r"state must be a CartPoleState.*got PendulumState"),
+        (state, 0.5, ValueError, r"must be an integer array of shape \(\).*float32\[\]"),
+        (state, jnp.zeros(2, jnp.int32), ValueError, r"of shape \(\).*int32\[2\]"),
+    ]
+    for bad_state, action, error, match in cases:
+        with pytest.raises(error, match=match):
+            env.step(KEY, bad_state, action, params)
+    _, ts = env.step(KEY, state, 1, params)  # a Python int is one Discrete action
+    assert ts.obs.shape == (4,)
+    with pytest.raises(ValueError, match=r"action must be a float array of shape \(1,\)"):
+        pendulum.step(KEY, p_state, jnp.zeros((2,)), pendulum.default_params)
+
+
+@pytest.mark.parametrize("n", [2**31, -1])
+def test_a_step_count_beyond_int32_is_refused(n):
+    with pytest.raises(ValueError, match=r"n must be an integer in \[1, 2\*\*31 - 1\]"):
+        jaxsim.rollout(jaxsim.make("CartPole-v1"), "random", n)
+
+
+def test_a_rollout_that_cannot_fit_in_memory_is_refused_with_what_fits(monkeypatch):
+    from jaxsim import memory
+
+    monkeypatch.setattr(memory, "_available_bytes", lambda: 10**9)  # 1 GB free
+    env = jaxsim.make("CartPole-v1")
+    # all: 10**6 steps x 4096 envs x 50 B = 205 GB; rewards: 6 B per env-step, 24.6 GB.
+    with pytest.raises(MemoryError, match=r"outputs='all' records 205 GB.*has 1 GB free") as info:
+        jaxsim.rollout(env, "random", 10**6, num_envs=4096)
+    assert "Presets that fit: 'stats' (0 GB)" in str(info.value)
+    small = jaxsim.rollout(env, "random", 10, num_envs=4, outputs="rewards")  # fits: runs
+    assert small.reward.shape == (10, 4)
