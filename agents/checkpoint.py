@@ -25,7 +25,9 @@ import jaxsim
 from agents.ppo import PPO, PPOConfig, RunnerState
 from jaxsim.files import atomic_write, finite_json, write_json_atomic
 
-FORMAT = "jaxsim-agents-ppo/1"
+# /2: parameters are plain (kernel, bias) layers ({"actor", "critic", "log_std"}), no longer
+# flax module variables ({"params": {"actor_0": ...}}); /1 files are refused by name.
+FORMAT = "jaxsim-agents-ppo/2"
 
 
 class Checkpoint(NamedTuple):

@@ -1,59 +1,48 @@
-"""The PPO actor-critic: a flax module for its weights, `jaxsim.MLPPolicy` for its math.
+"""Networks as plain pytrees: an MLP is a tuple of (kernel[in, out], bias[out]) layers.
 
-`ActorCritic` owns initialisation and the parameter tree that optax updates and checkpoints
-store. `to_policy` turns that tree into a `jaxsim.MLPPolicy`, which both the rollout (sampling)
-and the loss (`evaluate`: log-probabilities, entropy, value) use, so the distribution math exists
-once. A test checks that the module's forward pass equals the policy's.
+`init_mlp` and `mlp_apply` (from `jaxsim.policies`, where `MLPPolicy` uses them) are pure
+functions every agent shares: PPO's actor-critic below, and
+equally a Q-network (`sizes=(obs_dim, ..., num_actions)`), a squashed-Gaussian actor (output
+`2 * action_dim`, split into mean and log-std) or twin critics (`jax.vmap(init_mlp)` over two
+keys, applied to `concat(obs, action)`). The layers are the form `jaxsim.MLPPolicy` holds, so
+PPO's parameters become a policy without conversion: `to_policy` only folds the observation
+normaliser in. Rollout (sampling) and loss (`MLPPolicy.evaluate`) share one piece of
+distribution math.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from typing import Any
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
 import jaxsim
 from agents.normalizers import RunningStats, standard_deviation
+from jaxsim.policies import init_mlp
 
-orthogonal = jaxsim.orthogonal_init
+Layers = tuple[tuple[jax.Array, jax.Array], ...]
+"""An MLP's weights: ((kernel[in, out], bias[out]), ...), first layer first."""
+
+HIDDEN_GAIN = math.sqrt(2.0)
+"""Orthogonal-init gain of tanh hidden layers (as `jaxsim.init_mlp_policy`)."""
 
 
-class ActorCritic(nn.Module):
-    """Separate tanh MLPs for actor and critic, orthogonal init as `jaxsim.init_mlp_policy`.
+def make_actor_critic(
+    env: jaxsim.Env, env_params=None, hidden: Sequence[int] = (64, 64), init_log_std: float = 0.0
+) -> Callable[[jax.Array], dict[str, Any]]:
+    """`init(key) -> params` of PPO's actor-critic for `env`; a ValueError if an MLP can't serve it.
 
-    Discrete action spaces get logits of a categorical; Box spaces the mean of a diagonal
-    Gaussian with a state-independent `log_std` parameter. Gaussian samples are not squashed:
-    the environment clips them to its bounds, so log-probabilities stay exact.
+    Separate tanh MLPs for actor and critic, initialised as `jaxsim.init_mlp_policy` (gains
+    sqrt 2 hidden, 0.01 actor head, 1 critic head; the same key gives the same weights).
+    Discrete action spaces get a categorical over the actor's logits; Box spaces a diagonal
+    Gaussian around the actor's output with a state-independent `log_std`, not squashed (the
+    environment clips actions to its bounds, so log-probabilities stay exact).
+
+    `params` is `{"actor": Layers, "critic": Layers}`, plus `"log_std": [action_dim]` for Box.
     """
-
-    action_dim: int
-    discrete: bool
-    hidden: tuple[int, ...] = (64, 64)
-    init_log_std: float = 0.0
-
-    @nn.compact
-    def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """obs[..., obs_dim] -> (logits or mean [..., action_dim], value [...])."""
-        hidden_init = orthogonal(math.sqrt(2.0))
-        x = obs
-        for i, width in enumerate(self.hidden):
-            x = jnp.tanh(nn.Dense(width, kernel_init=hidden_init, name=f"actor_{i}")(x))
-        out = nn.Dense(self.action_dim, kernel_init=orthogonal(0.01), name="actor_out")(x)
-        v = obs
-        for i, width in enumerate(self.hidden):
-            v = jnp.tanh(nn.Dense(width, kernel_init=hidden_init, name=f"critic_{i}")(v))
-        value = nn.Dense(1, kernel_init=orthogonal(1.0), name="critic_out")(v)
-        if not self.discrete:
-            self.param("log_std", nn.initializers.constant(self.init_log_std), (self.action_dim,))
-        return out, value[..., 0]
-
-
-def make_network(
-    env: jaxsim.Env, env_params=None, hidden=(64, 64), init_log_std: float = 0.0
-) -> ActorCritic:
-    """The ActorCritic for `env`, or a ValueError if its spaces are not ones an MLP serves."""
     env_params = env.default_params if env_params is None else env_params
     obs_space = env.observation_space(env_params)
     if not isinstance(obs_space, jaxsim.Box) or len(obs_space.shape) != 1:
@@ -63,55 +52,57 @@ def make_network(
         )
     space = env.action_space(env_params)
     if isinstance(space, jaxsim.Discrete):
-        return ActorCritic(space.n, True, tuple(hidden), init_log_std)
-    if isinstance(space, jaxsim.Box) and len(space.shape) == 1:
-        return ActorCritic(space.shape[0], False, tuple(hidden), init_log_std)
-    raise ValueError(
-        f"PPO: {env.id} has action space {space}; the actor-critic serves Discrete spaces and "
-        "Box spaces of rank 1"
-    )
+        action_dim = space.n
+    elif isinstance(space, jaxsim.Box) and len(space.shape) == 1:
+        action_dim = space.shape[0]
+    else:
+        raise ValueError(
+            f"PPO: {env.id} has action space {space}; the actor-critic serves Discrete spaces "
+            "and Box spaces of rank 1"
+        )
+    obs_dim, hidden = obs_space.shape[0], tuple(hidden)
+    hidden_gains = (HIDDEN_GAIN,) * len(hidden)
+
+    def init(key: jax.Array) -> dict[str, Any]:
+        k_actor, k_critic = jax.random.split(key)
+        params = {
+            "actor": init_mlp(k_actor, (obs_dim, *hidden, action_dim), (*hidden_gains, 0.01)),
+            "critic": init_mlp(k_critic, (obs_dim, *hidden, 1), (*hidden_gains, 1.0)),
+        }
+        if isinstance(space, jaxsim.Box):
+            params["log_std"] = jnp.full((action_dim,), init_log_std, jnp.float32)
+        return params
+
+    return init
 
 
-def _layers(params: dict, prefix: str) -> tuple:
-    num_hidden = sum(1 for name in params if name.startswith(prefix) and name[-1].isdigit())
-    names = [f"{prefix}_{i}" for i in range(num_hidden)] + [f"{prefix}_out"]
-    return tuple((params[n]["kernel"], params[n]["bias"]) for n in names)
-
-
-def _fold_normalizer(layers: tuple, stats: RunningStats) -> tuple:
+def _fold_normalizer(layers: Layers, stats: RunningStats) -> Layers:
     # W @ ((x - mean) / std) + b == (W / std) @ x + (b - (mean / std) @ W): the rollout sees raw
     # observations and still runs a plain MLPPolicy (which a fused kernel can evaluate).
     (w, b), *rest = layers
     std = standard_deviation(stats)
-    w_folded = w / std[:, None]
-    b_folded = b - (stats.mean / std) @ w
-    return ((w_folded, b_folded), *rest)
+    return ((w / std[:, None], b - (stats.mean / std) @ w), *rest)
 
 
 def to_policy(
-    variables: dict, obs_stats: RunningStats | None = None, deterministic: bool = False
+    params: dict[str, Any], obs_stats: RunningStats | None = None, deterministic: bool = False
 ) -> jaxsim.MLPPolicy:
-    """The `jaxsim.MLPPolicy` with the ActorCritic's weights.
+    """The `jaxsim.MLPPolicy` with the actor-critic's weights.
 
     Args:
-      variables: `ActorCritic.init(...)` output (or its "params" entry).
+      params: what `make_actor_critic(...)(key)` returns (or an update of it).
       obs_stats: if given, observations are normalised by these running statistics, folded into
         the first layers so the policy takes raw observations.
       deterministic: argmax / mean actions instead of samples (evaluation).
 
     Returns:
       An MLPPolicy whose `evaluate(obs[B, obs_dim], action[B, ...])` gives
-      (log_prob[B], entropy[B], value[B]), differentiable with respect to `variables`.
+      (log_prob[B], entropy[B], value[B]), differentiable with respect to `params`.
     """
-    params = variables.get("params", variables)
-    actor = _layers(params, "actor")
-    critic = _layers(params, "critic")
+    actor, critic = params["actor"], params["critic"]
     if obs_stats is not None:
         actor = _fold_normalizer(actor, obs_stats)
         critic = _fold_normalizer(critic, obs_stats)
     return jaxsim.MLPPolicy(
-        actor=actor,
-        critic=critic,
-        log_std=params.get("log_std"),
-        deterministic=deterministic,
+        actor=actor, critic=critic, log_std=params.get("log_std"), deterministic=deterministic
     )

@@ -21,61 +21,65 @@ import optax
 
 import jaxsim
 from agents import callbacks, losses
-from agents.networks import make_network, to_policy
+from agents.config import config_field
+from agents.networks import make_actor_critic, to_policy
 from agents.normalizers import observation_normalizer, reward_scaler
 from agents.structs import Batch, LossInfo, Metrics, RunnerState, TrainState
 
 
 @dataclasses.dataclass(frozen=True)
 class PPOConfig:
-    """Every knob of a PPO run. Defaults are purejaxrl's CartPole settings."""
+    """Every knob of a PPO run. Defaults are purejaxrl's CartPole settings.
 
-    total_steps: int = 500_000
-    """Environment steps per seed over the run; rounded down to whole updates."""
-    num_envs: int = 4
-    """Environments stepped in parallel per seed."""
-    num_steps: int = 128
-    """Steps per environment in each rollout (the horizon between updates)."""
-    update_epochs: int = 4
-    """Passes over each rollout's batch."""
-    num_minibatches: int = 4
-    """Minibatches per epoch; must divide num_envs * num_steps."""
-    learning_rate: float = 2.5e-4
-    """Adam step size (the initial one when annealed)."""
-    anneal_lr: bool = True
-    """Decay the learning rate linearly to 0 over the run."""
-    gamma: float = 0.99
-    """Discount factor."""
-    gae_lambda: float = 0.95
-    """GAE's lambda."""
-    clip_eps: float = 0.2
-    """Clipping range of the probability ratio (and of the value change if clip_value)."""
-    clip_value: bool = True
-    """Clip the value loss around the old values (PPO2)."""
-    ent_coef: float = 0.01
-    """Weight of the entropy bonus."""
-    vf_coef: float = 0.5
-    """Weight of the value loss."""
-    max_grad_norm: float = 0.5
-    """Global gradient-norm clipping threshold."""
-    adam_eps: float = 1e-5
-    """Adam's epsilon."""
-    normalize_advantages: bool = True
-    """Standardise advantages per minibatch."""
-    normalize_obs: bool = False
-    """Normalise observations by running mean and std (folded into the first layers)."""
-    scale_rewards: bool = False
-    """Divide rewards by the running std of the discounted return."""
-    hidden: tuple[int, ...] = (64, 64)
-    """Hidden layer widths of both actor and critic."""
-    init_log_std: float = 0.0
-    """Initial log std of the Gaussian policy (Box action spaces only)."""
-    eval_envs: int = 32
-    """Environments (one episode each) in the deterministic evaluation."""
-    log_every: int = 50
-    """Updates between progress callbacks (and at the end of each run call)."""
-    rollout_backend: str = "auto"
-    """`jaxsim.rollout` backend: "auto" picks the fused kernel where it exists, else "scan"."""
+    Each field's help documents it here and is the text of its `agents.train` flag.
+    """
+
+    total_steps: int = config_field(
+        500_000, "Environment steps per seed over the run; rounded down to whole updates."
+    )
+    num_envs: int = config_field(4, "Environments stepped in parallel per seed.")
+    num_steps: int = config_field(
+        128, "Steps per environment in each rollout (the horizon between updates)."
+    )
+    update_epochs: int = config_field(4, "Passes over each rollout's batch.")
+    num_minibatches: int = config_field(
+        4, "Minibatches per epoch; must divide num_envs * num_steps."
+    )
+    learning_rate: float = config_field(2.5e-4, "Adam step size (the initial one when annealed).")
+    anneal_lr: bool = config_field(True, "Decay the learning rate linearly to 0 over the run.")
+    gamma: float = config_field(0.99, "Discount factor.")
+    gae_lambda: float = config_field(0.95, "GAE's lambda.")
+    clip_eps: float = config_field(
+        0.2, "Clipping range of the probability ratio (and of the value change if clip_value)."
+    )
+    clip_value: bool = config_field(True, "Clip the value loss around the old values (PPO2).")
+    ent_coef: float = config_field(0.01, "Weight of the entropy bonus.")
+    vf_coef: float = config_field(0.5, "Weight of the value loss.")
+    max_grad_norm: float = config_field(0.5, "Global gradient-norm clipping threshold.")
+    adam_eps: float = config_field(1e-5, "Adam's epsilon.")
+    normalize_advantages: bool = config_field(True, "Standardise advantages per minibatch.")
+    normalize_obs: bool = config_field(
+        False, "Normalise observations by running mean and std (folded into the first layers)."
+    )
+    scale_rewards: bool = config_field(
+        False, "Divide rewards by the running std of the discounted return."
+    )
+    hidden: tuple[int, ...] = config_field(
+        (64, 64), "Hidden layer widths of both actor and critic."
+    )
+    init_log_std: float = config_field(
+        0.0, "Initial log std of the Gaussian policy (Box action spaces only)."
+    )
+    eval_envs: int = config_field(
+        32, "Environments (one episode each) in the deterministic evaluation."
+    )
+    log_every: int = config_field(
+        50, "Updates between progress callbacks (and at the end of each run call)."
+    )
+    rollout_backend: str = config_field(
+        "auto",
+        '`jaxsim.rollout` backend: "auto" picks the fused kernel where it exists, else "scan".',
+    )
 
     def __post_init__(self):
         _validate(self)
@@ -170,7 +174,9 @@ class PPO:
         self.config = config
         self.env = env
         self.env_params = env.default_params if env_params is None else env_params
-        self.network = make_network(env, self.env_params, config.hidden, config.init_log_std)
+        self.init_params = make_actor_critic(
+            env, self.env_params, config.hidden, config.init_log_std
+        )
         self.obs_shape = env.observation_space(self.env_params).shape
         self.obs_norm = observation_normalizer(self.obs_shape)
         self.reward_scaler = reward_scaler(config.num_envs, config.gamma)
@@ -195,7 +201,7 @@ class PPO:
     # ------------------------------------------------------------------------------------ state
     def init(self, key: jax.Array) -> RunnerState:
         k_net, k_env, k_run = jax.random.split(key, 3)
-        params = self.network.init(k_net, jnp.zeros((1, *self.obs_shape), jnp.float32))
+        params = self.init_params(k_net)
         env_state = jaxsim.initial_state(self.env, k_env, self.config.num_envs, self.env_params)
         return RunnerState(
             params=params,

@@ -15,7 +15,7 @@ from agents.normalizers import RewardScaleState, RunningStats
 class RunnerState:
     """Everything a run carries between updates. Under vmap every leaf gains a seed axis."""
 
-    params: Any  # ActorCritic variables
+    params: Any  # the actor-critic: agents.networks.make_actor_critic
     opt_state: Any
     obs_stats: RunningStats
     reward_state: RewardScaleState

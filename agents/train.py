@@ -11,41 +11,25 @@ metrics.jsonl, curve.png and eval.json.
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
-import inspect
-import itertools
 import os
 import sys
 import tempfile
+import typing
 
 import jax
 import numpy as np
 
 import jaxsim
-from agents import report
+from agents import logs
 from agents.checkpoint import load_checkpoint, save_checkpoint, sync_sidecar
+from agents.config import field_help
 from agents.ppo import PPO, PPOConfig
 from agents.presets import config_for
 from jaxsim.files import finite_json, remove_stale_temporaries, write_json_atomic
 from jaxsim.profiler import check_output_dir
 
 ALGORITHMS = ("ppo",)
-
-
-def _field_docs(cls) -> dict[str, str]:
-    """The attribute docstrings of a dataclass (the string literal after each field)."""
-    body = ast.parse(inspect.getsource(cls)).body[0].body
-    docs = {}
-    for stmt, nxt in itertools.pairwise(body):
-        if (
-            isinstance(stmt, ast.AnnAssign)
-            and isinstance(nxt, ast.Expr)
-            and isinstance(nxt.value, ast.Constant)
-            and isinstance(nxt.value.value, str)
-        ):
-            docs[stmt.target.id] = nxt.value.value
-    return docs
 
 
 def _int_tuple(text: str) -> tuple[int, ...]:
@@ -85,25 +69,38 @@ def build_parser() -> argparse.ArgumentParser:
         help="after training, profile one update with jaxsim.profile: a per-phase table and "
         "DIR/ppo_<env>.{json,png,trace.json.gz} (open the trace in ui.perfetto.dev)",
     )
-    group = parser.add_argument_group("PPOConfig (defaults: the environment's preset)")
-    docs = _field_docs(PPOConfig)
-    for field in dataclasses.fields(PPOConfig):
-        flag = "--" + field.name.replace("_", "-")
-        help_text = f"{docs.get(field.name, '')} (PPOConfig default: {field.default!r})"
-        if field.type in ("bool", bool):
-            group.add_argument(
-                flag, action=argparse.BooleanOptionalAction, default=None, help=help_text
-            )
-        elif field.name == "hidden":
-            group.add_argument(flag, type=_int_tuple, default=None, help=help_text)
-        else:
-            kind = {"int": int, "float": float, "str": str}[str(field.type)]
-            group.add_argument(flag, type=kind, default=None, help=help_text)
+    add_config_flags(parser, PPOConfig, "(defaults: the environment's preset)")
     return parser
 
 
-def _overrides(args: argparse.Namespace) -> dict:
-    names = (f.name for f in dataclasses.fields(PPOConfig))
+def add_config_flags(parser: argparse.ArgumentParser, config_cls: type, note: str = "") -> None:
+    """One flag per field of the dataclass `config_cls`, `--field-name`, in a group of its own.
+
+    The flag's text is the field's help (`agents.config.config_field`) and its default; its type
+    follows the field's annotation: bool -> `--x` / `--no-x`, tuple[int, ...] -> "64,64", else
+    int, float or str. Flags default to None, meaning "not given" (see `config_overrides`).
+    """
+    group = parser.add_argument_group(f"{config_cls.__name__} {note}".strip())
+    types = typing.get_type_hints(config_cls)
+    for field in dataclasses.fields(config_cls):
+        flag = "--" + field.name.replace("_", "-")
+        help_text = f"{field_help(field)} ({config_cls.__name__} default: {field.default!r})"
+        kind = types[field.name]
+        if kind is bool:
+            group.add_argument(
+                flag, action=argparse.BooleanOptionalAction, default=None, help=help_text
+            )
+        elif kind == tuple[int, ...]:
+            group.add_argument(flag, type=_int_tuple, default=None, help=help_text)
+        elif kind in (int, float, str):
+            group.add_argument(flag, type=kind, default=None, help=help_text)
+        else:
+            raise TypeError(f"{config_cls.__name__}.{field.name}: no flag for type {kind}")
+
+
+def config_overrides(args: argparse.Namespace, config_cls: type) -> dict:
+    """The `config_cls` fields given on the command line: {name: value}."""
+    names = (f.name for f in dataclasses.fields(config_cls))
     return {n: getattr(args, n) for n in names if getattr(args, n) is not None}
 
 
@@ -123,7 +120,7 @@ def main(argv: list[str] | None = None) -> dict:
             parser.error(f"--profile: {e}")
     try:
         env = jaxsim.make(args.env)
-        config = config_for(args.env, **_overrides(args))
+        config = config_for(args.env, **config_overrides(args, PPOConfig))
         out = args.out or os.path.join("runs", args.env)
         _check_out(out)
         ckpt_path = os.path.join(out, "checkpoint.msgpack")
@@ -138,9 +135,9 @@ def main(argv: list[str] | None = None) -> dict:
                     f"--resume: {ckpt_path} was written with --seeds {ckpt.meta['num_seeds']} and "
                     f"config {ckpt.config}; pass the same flags to resume it"
                 )
-        rows = report.read_metrics(out) if ckpt else []
+        rows = logs.read_metrics(out) if ckpt else []
         rows = [r for r in rows if ckpt and r["update"] <= ckpt.meta["update"]]
-        progress = report.Progress(
+        progress = logs.TrainingProgress(
             args.seeds,
             config.num_updates,
             label=f"{args.algorithm} {args.env}",
@@ -167,7 +164,7 @@ def main(argv: list[str] | None = None) -> dict:
         runner, _ = agent.jit_run(n)(runner)
         done += n
         # Metrics first: rows past the checkpoint that a crash leaves behind are dropped on resume.
-        report.write_metrics(out, progress.rows)
+        logs.write_metrics(out, progress.rows)
         extra = {"wall_time": progress.wall_time(), "command": _command(argv)}
         save_checkpoint(ckpt_path, runner, config, env, args.seeds, extra)
 
@@ -188,7 +185,7 @@ def main(argv: list[str] | None = None) -> dict:
     curve = None
     if not args.no_plot and progress.rows:
         title = f"PPO on {args.env}, {args.seeds} seed(s)"
-        curve = report.plot_curve(progress.rows, os.path.join(out, "curve.png"), title)
+        curve = logs.plot_curve(progress.rows, os.path.join(out, "curve.png"), title)
     print(
         f"[{args.algorithm} {args.env}] evaluation (deterministic, {config.eval_envs} episodes "
         f"per seed): {per_seed.mean():.1f} ± {per_seed.std():.1f} over {args.seeds} seed(s); "
@@ -209,7 +206,7 @@ def main(argv: list[str] | None = None) -> dict:
         "eval": evaluation,
         "profile": profile_report,
     }
-    diverged = report.first_nonfinite(progress.rows)
+    diverged = logs.first_nonfinite(progress.rows)
     if diverged is not None or not np.isfinite(per_seed).all():
         update, metric = diverged or (done, "evaluation return")
         print(

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import collections
-import dataclasses
 import datetime
-import importlib.util
 import json
 import os
 import shlex
@@ -31,153 +29,21 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results"
-MANIFEST = "runs.jsonl"
-MODES = ("smoke", "quick", "full")
-# Seconds a suite may run before it is stopped and recorded as failed.
-TIMEOUT_S = {"smoke": 300, "quick": 900, "full": 3 * 3600}
-
-# Baselines: name -> (what it is, the distribution that provides it, the suite that measures it).
-BASELINES = {
-    "gymnasium_sync": ("Gymnasium SyncVectorEnv", "gymnasium", "throughput, breakdown"),
-    "gymnasium_async": ("Gymnasium AsyncVectorEnv", "gymnasium", "throughput"),
-    "gymnasium_numpy": ("Gymnasium numpy-vectorized CartPole", "gymnasium", "throughput"),
-    "envpool": ("EnvPool", "envpool", "throughput"),
-    "gymnax": ("gymnax", "gymnax", "throughput"),
-    "torch": ("eager-PyTorch vectorized CartPole", "torch", "throughput"),
-    "sb3": ("Stable-Baselines3 PPO", "stable-baselines3", "ppo"),
-}
-THROUGHPUT_BASELINES = (
-    "gymnasium_sync",
-    "gymnasium_async",
-    "gymnasium_numpy",
-    "envpool",
-    "gymnax",
-    "torch",
+from benchmarks.arguments import split_list, unknown_names
+from benchmarks.formatting import format_duration
+from benchmarks.paths import MANIFEST, REPO_ROOT, RESULTS_DIR
+from benchmarks.suites import (  # noqa: F401 (Plan, MODES and Suite: for callers and tests)
+    BASELINES,
+    MODES,
+    SUITES,
+    TIMEOUT_S,
+    Plan,
+    Suite,
+    suite_available,
 )
-
-
-@dataclasses.dataclass(frozen=True)
-class Plan:
-    """What a suite is asked to do: the mode, the selected baselines and the device."""
-
-    mode: str
-    baselines: frozenset[str]
-    on_gpu: bool
-
-
-@dataclasses.dataclass(frozen=True)
-class Suite:
-    name: str
-    module: str  # run as `python -m <module> <args> --out <record>`
-    record_stem: str  # the record is <record_stem>_<machine tag>[_<mode>].json
-    title: str
-    args: Callable[[Plan], list[str]]
-    missing_reason: str = ""  # why the module may be missing
-
-
-def _throughput_args(p: Plan) -> list[str]:
-    impls = ["jaxsim", *(b for b in THROUGHPUT_BASELINES if b in p.baselines), "physics_only"]
-    impls_arg = ["--impls", ",".join(impls)]
-    if p.mode == "smoke":
-        tiny = "--num-envs 2 --min-time 0 --steps-per-call 256 --async-max-envs 2".split()
-        return ["--envs", "CartPole-v1,Pendulum-v1", *impls_arg, *tiny]
-    if p.on_gpu:  # no CPU simulator there: batch sizes where an accelerator pays off
-        sizes = "1,256,4096,65536,1048576" if p.mode == "quick" else "1,16,256,4096,65536,1048576"
-        quick = ["--quick"] if p.mode == "quick" else []
-        return [*quick, "--envs", "all", *impls_arg, "--num-envs", sizes,
-                "--steps-per-call", "4194304"]  # fmt: skip
-    if p.mode == "quick":
-        return [
-            "--quick",
-            "--envs",
-            "all",
-            *impls_arg,
-            *"--num-envs 1,16,4096 --min-time 0.1".split(),
-        ]
-    return ["--envs", "all", *impls_arg]
-
-
-def _fusion_args(p: Plan) -> list[str]:
-    if p.mode == "smoke":
-        return (
-            "--policies random --outputs stats --num-envs 256 --k 4 --steps 8 --min-time 0".split()
-        )
-    if p.on_gpu:
-        return ["--quick"] if p.mode == "quick" else []
-    # On a CPU the kernel runs in Pallas interpret mode: a correctness cost, kept small.
-    if p.mode == "quick":
-        return "--quick --outputs rewards --k 1,4,16 --min-time 0.1".split()
-    return "--k 1,4,16,64".split()
-
-
-def _ppo_args(p: Plan) -> list[str]:
-    sb3 = [] if "sb3" in p.baselines else ["--no-sb3"]
-    if p.mode == "smoke":
-        return ("--envs CartPole-v1 --seeds 1 --total-steps 1024 --eval-every 1 --no-sb3 "
-                "--no-overhead --no-gpu-sps").split()  # fmt: skip
-    if p.mode == "quick":
-        # A real time-to-solve on CartPole (3 seeds at once), SB3 with one seed beside it.
-        return ["--envs", "CartPole-v1", "--sb3-seeds", "1", "--no-overhead", *sb3]
-    return sb3
-
-
-def _breakdown_args(p: Plan) -> list[str]:
-    cases = ["ppo_scan", "ppo_fused"]
-    if "gymnasium_sync" in p.baselines:
-        cases.append("gym_sync")
-    if p.mode == "smoke":
-        return ("--cases ppo_scan --num-envs 2 --num-steps 16 --update-epochs 1 "
-                "--num-minibatches 1 --iterations 1 --repeats 1 --min-time 0").split()  # fmt: skip
-    return ["--cases", ",".join(cases), *(["--quick"] if p.mode == "quick" else [])]
-
-
-SUITES: dict[str, Suite] = {
-    s.name: s
-    for s in (
-        Suite(
-            "throughput",
-            "benchmarks.rollout_throughput",
-            "rollout_throughput",
-            "rollout env-steps/s vs num_envs, all environments, jaxsim and the baselines",
-            _throughput_args,
-        ),
-        Suite(
-            "fusion",
-            "benchmarks.fusion",
-            "fusion",
-            "scan vs fused rollouts, K sweep (Pallas interpret mode on a CPU)",
-            _fusion_args,
-        ),
-        Suite(
-            "ppo",
-            "benchmarks.ppo",
-            "ppo",
-            "PPO time-to-solve, Stable-Baselines3 beside it",
-            _ppo_args,
-        ),
-        Suite(
-            "offpolicy",
-            "benchmarks.offpolicy",
-            "offpolicy",
-            "off-policy (DQN/SAC) time-to-solve",
-            lambda p: [],
-            missing_reason="no off-policy agent (DQN, SAC) exists in agents/ yet",
-        ),
-        Suite(
-            "breakdown",
-            "benchmarks.breakdown",
-            "breakdown",
-            "profiler breakdown of a PPO iteration (simulation, policy, learning, host)",
-            _breakdown_args,
-        ),
-    )
-}
 
 
 class UsageError(Exception):
@@ -192,13 +58,10 @@ def parse_names(text: str, valid, what: str) -> list[str]:
         return list(valid)
     if text in ("none", ""):
         return []
-    names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-    unknown = [n for n in names if n not in valid]
-    if unknown:
-        raise UsageError(
-            f"unknown {what} {', '.join(map(repr, unknown))}; choose from "
-            f"{', '.join(valid)} (or 'all', 'none')"
-        )
+    names = split_list(text)
+    problem = unknown_names(names, list(valid), what)
+    if problem:
+        raise UsageError(f"{problem} (or 'all', 'none')")
     return names
 
 
@@ -213,18 +76,6 @@ def check_writable(out_dir: Path) -> Path:
     except OSError as e:
         raise UsageError(f"cannot write to output directory {str(out_dir)!r}: {e}") from None
     return out_dir.resolve()
-
-
-def suite_available(suite: Suite) -> str | None:
-    """None if the suite's module exists, else why it is skipped."""
-    try:
-        found = importlib.util.find_spec(suite.module) is not None
-    except (ImportError, ValueError):
-        found = False
-    if found:
-        return None
-    why = f"{suite.module.replace('.', '/')}.py does not exist in this checkout"
-    return f"{why}: {suite.missing_reason}" if suite.missing_reason else why
 
 
 # -------------------------------------------------------------------------------------- running
@@ -264,12 +115,7 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def _fmt_s(seconds: float) -> str:
-    m, s = divmod(round(seconds), 60)
-    return f"{m}:{s:02d}"
-
-
-class Progress:
+class SuiteProgress:
     """Prints suite headers, each child's output under its suite with the elapsed time, and
     a line per finished suite; `quiet` keeps only the suite lines."""
 
@@ -282,14 +128,14 @@ class Progress:
         print(text, file=self.stream, flush=True)
 
     def start(self, i: int, suite: Suite, command: str) -> None:
-        elapsed = _fmt_s(time.perf_counter() - self.started)
+        elapsed = format_duration(time.perf_counter() - self.started)
         self._print(f"[{i}/{self.total}] {suite.name}: {suite.title}  (total {elapsed})")
         if not self.quiet:
             self._print(f"    $ {command}")
 
     def line(self, suite: Suite, suite_started: float, text: str) -> None:
         if not self.quiet:
-            elapsed = _fmt_s(time.perf_counter() - suite_started)
+            elapsed = format_duration(time.perf_counter() - suite_started)
             self._print(f"    {suite.name} {elapsed} | {text.rstrip()}")
 
     def done(self, i: int, entry: dict[str, Any]) -> None:
@@ -329,7 +175,7 @@ def _valid_record(path: Path, before: int | None) -> str | None:
 
 
 def run_suite(
-    suite: Suite, plan: Plan, out: Path, timeout_s: float, progress: Progress, i: int
+    suite: Suite, plan: Plan, out: Path, timeout_s: float, progress: SuiteProgress, i: int
 ) -> dict[str, Any]:
     """Runs one suite as a child process; returns its manifest entry (never raises for the
     suite's own failures; KeyboardInterrupt stops the child and propagates)."""
@@ -447,7 +293,7 @@ def run(args) -> int:
     if mode == "smoke":
         print("smoke mode: tiny sizes that check the pipeline; the figures are not results")
     base = {"run_id": run_id, "mode": mode, "machine_tag": machine["machine_tag"]}
-    progress = Progress(len(suites), args.quiet)
+    progress = SuiteProgress(len(suites), args.quiet)
     entries = []
     status = "ok"
     # SIGTERM (a CI timeout, `kill`) stops the run as Ctrl-C does: the suite's process group is
@@ -490,12 +336,12 @@ def run(args) -> int:
         "provenance": prov,
     }
     append_manifest(out_dir, summary)
-    print(f"\nrun {run_id} {status} in {_fmt_s(wall)}:")
+    print(f"\nrun {run_id} {status} in {format_duration(wall)}:")
     for e in entries:
         print(f"  {e['suite']:<11} {e['status']:<8} {e.get('record') or e.get('reason') or ''}")
     if status == "interrupted":
         return 130
-    default_dir = out_dir == DEFAULT_OUT.resolve()
+    default_dir = out_dir == RESULTS_DIR.resolve()
     if args.report:
         write_report(out_dir, default_dir)
     else:
@@ -507,13 +353,13 @@ def run(args) -> int:
 def write_report(out_dir: Path, default_dir: bool) -> None:
     """The report of `out_dir`'s records: benchmarks/RESULTS.md and the README's section for
     the default directory, else DIR/RESULTS.md only."""
-    from benchmarks import report
+    from benchmarks import results_report
 
     print()
     argv = ["--results", str(out_dir)]
     if not default_dir:
         argv += ["--out", str(out_dir / "RESULTS.md"), "--no-readme"]
-    report.main(argv)
+    results_report.main(argv)
 
 
 def list_things() -> int:
@@ -563,7 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="A,B",
         help=f"baselines to measure: {', '.join(BASELINES)}, 'all' (default) or 'none'",
     )
-    r.add_argument("--out", type=Path, default=DEFAULT_OUT, help="record directory")
+    r.add_argument("--out", type=Path, default=RESULTS_DIR, help="record directory")
     r.add_argument("--timeout-s", type=float, default=None, help="per suite (default by mode)")
     r.add_argument("--quiet", action="store_true", help="only a line per suite")
     r.add_argument(
@@ -572,9 +418,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="then write the report from the records (as `python -m benchmarks report`)",
     )
     rep = sub.add_parser("report", help="write RESULTS.md, plots and README from the records")
-    from benchmarks import report
+    from benchmarks import results_report
 
-    report.add_arguments(rep)
+    results_report.add_arguments(rep)
     sub.add_parser("list", help="the suites and baselines, and which are installed")
     return p
 
@@ -588,9 +434,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             return run(args)
         if args.command == "report":
-            from benchmarks import report
+            from benchmarks import results_report
 
-            return report.main_from_args(args)
+            return results_report.main_from_args(args)
         return list_things()
     except UsageError as e:
         print(f"python -m benchmarks {args.command}: error: {e}", file=sys.stderr)

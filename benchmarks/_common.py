@@ -1,4 +1,4 @@
-"""Shared benchmark helpers: provenance, timing, crash-safe result files and terminal tables."""
+"""Shared benchmark helpers: provenance, timing and crash-safe result files."""
 
 from __future__ import annotations
 
@@ -15,16 +15,14 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import jax
 
+from benchmarks.paths import REPO_ROOT
 from jaxsim.files import finite_json, write_json_atomic  # noqa: F401 (re-exported)
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
 
 # Environment variables that change what a benchmark measures; recorded when set.
 _PERF_ENV_VARS = (
@@ -328,32 +326,3 @@ def read_jsonl(path: str | os.PathLike) -> list[Any]:
         except json.JSONDecodeError:
             break
     return records
-
-
-# ---------------------------------------------------------------------------------------- printing
-def format_rate(x: float | None, unit: str = "") -> str:
-    """3 significant figures with a k/M/G suffix: 20200000 -> "20.2M"."""
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "–"
-    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= scale:
-            return f"{x / scale:.3g}{suffix}{unit}"
-    return f"{x:.3g}{unit}"
-
-
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A Markdown table, padded so it also reads well in a terminal; first column left-aligned."""
-    cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-
-    def line(row):
-        padded = [
-            c.ljust(w) if i == 0 else c.rjust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        ]
-        return "| " + " | ".join(padded) + " |"
-
-    rule = (
-        "|" + "|".join("-" * (w + 1) + ("-" if i == 0 else ":") for i, w in enumerate(widths)) + "|"
-    )
-    return "\n".join([line(cells[0]), rule, *(line(r) for r in cells[1:])])

@@ -40,16 +40,16 @@ import numpy as np
 
 import jaxsim
 from benchmarks._common import (
-    RESULTS_DIR,
     append_jsonl,
     finite_json,
-    format_rate,
-    format_table,
     machine_tag,
     provenance,
     time_fn,
     write_json_atomic,
 )
+from benchmarks.arguments import int_list, name_list
+from benchmarks.formatting import format_rate, format_table
+from benchmarks.paths import RESULTS_DIR
 from jaxsim import FusedConfig, OpenLoopPolicy
 from jaxsim.fused.block import pad_mlp
 from jaxsim.transition import STEP_OUTPUTS
@@ -323,40 +323,20 @@ def render(records, targets) -> str:
 
 
 # ------------------------------------------------------------------------------------------ CLI
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers: {text!r}") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected integers >= 1: {text!r}")
-    return values
-
-
-def _names(valid):
-    def parse(text: str) -> tuple[str, ...]:
-        values = tuple(v.strip() for v in text.split(",") if v.strip())
-        unknown = sorted(set(values) - set(valid))
-        if unknown or not values:
-            raise argparse.ArgumentTypeError(f"unknown {unknown}; choose from {list(valid)}")
-        return values
-
-    return parse
-
-
 def parse_args(argv=None) -> tuple[Config, Path, bool]:
     on_gpu = jax.default_backend() == "gpu"
     p = argparse.ArgumentParser(
         prog="python -m benchmarks.fusion", description=__doc__.split("\n")[0]
     )
     p.add_argument("--quick", action="store_true", help="CartPole only, a small grid")
-    p.add_argument("--envs", type=_names(ENV_IDS), default=None)
-    p.add_argument("--num-envs", type=_ints, default=None, help="comma-separated batch sizes")
-    p.add_argument("--k", type=_ints, default=None, help="comma-separated steps per launch")
-    p.add_argument("--policies", type=_names(("random", "mlp")), default=("random", "mlp"))
-    p.add_argument(
-        "--outputs", type=_names(("stats", "rewards", "all")), default=("stats", "rewards", "all")
-    )
+    envs = name_list(ENV_IDS, "environment(s)", all_means_every=False)
+    policies = name_list(("random", "mlp"), "policy kind(s)", all_means_every=False)
+    outputs = name_list(("stats", "rewards", "all"), "output set(s)", all_means_every=False)
+    p.add_argument("--envs", type=envs, default=None)
+    p.add_argument("--num-envs", type=int_list, default=None, help="comma-separated batch sizes")
+    p.add_argument("--k", type=int_list, default=None, help="comma-separated steps per launch")
+    p.add_argument("--policies", type=policies, default=("random", "mlp"))
+    p.add_argument("--outputs", type=outputs, default=("stats", "rewards", "all"))
     p.add_argument("--steps", type=int, default=None, help="steps per rollout (default 256)")
     p.add_argument("--block-envs", type=int, default=256)
     p.add_argument("--repeats", type=int, default=3)

@@ -30,19 +30,20 @@ import jax
 import numpy as np
 
 import jaxsim
-from agents import report
+from agents import logs
 from agents.ppo import PPO
 from agents.presets import config_for
 from benchmarks._common import (
-    RESULTS_DIR,
     CompileWatcher,
     append_jsonl,
     finite_json,
-    format_table,
     machine_tag,
     provenance,
     write_json_atomic,
 )
+from benchmarks.arguments import split_list
+from benchmarks.formatting import format_seconds, format_table
+from benchmarks.paths import RESULTS_DIR
 
 TARGETS = {"CartPole-v1": 475.0, "Pendulum-v1": -200.0}
 # rl-baselines3-zoo's hyperparams/ppo.yml, CartPole-v1 (lin_x: linear decay from x to 0).
@@ -154,7 +155,7 @@ def callback_overhead(seeds: int, updates: int, repeats: int) -> dict:
     variants = {}
     for name, log_every in (("none", None), ("default", every), ("every_update", 1)):
         config = config_for("CartPole-v1", log_every=log_every or every)
-        progress = None if log_every is None else report.Progress(seeds, updates, stream=null)
+        progress = None if log_every is None else logs.TrainingProgress(seeds, updates, stream=null)
         agent = PPO(config, jaxsim.make("CartPole-v1"), progress=progress)
         runner = jax.jit(jax.vmap(agent.init))(jax.random.split(jax.random.key(0), seeds))
         fn = agent.jit_run(updates)
@@ -368,7 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    envs = [e for e in args.envs.split(",") if e]
+    envs = split_list(args.envs)
     unknown = [e for e in envs if e not in TARGETS]
     if unknown:
         raise SystemExit(f"benchmarks.ppo: no target for {unknown}; known: {sorted(TARGETS)}")
@@ -396,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         append_jsonl(partial, {env_id: finite_json(result["jaxsim"][env_id])})
         curve_png = out.with_name(f"{out.stem}_{env_id}.png")
-        report.plot_curve(
+        logs.plot_curve(
             result["jaxsim"][env_id]["curve"],
             str(curve_png),
             f"jaxsim PPO on {env_id}: evaluation, {args.seeds} seeds",
@@ -464,9 +465,9 @@ def _summary(result: dict) -> str:
                 f"jaxsim {env_id}",
                 f"{r['final_mean_return']:.1f} ± {r['final_std_return']:.1f}",
                 r["steps_to_target_per_seed"] or "not reached",
-                _s(r["wall_s_to_target"]),
-                _s(r["train_wall_s_to_target"]),
-                _s(r["train_cpu_s_to_target"]),
+                format_seconds(r["wall_s_to_target"]),
+                format_seconds(r["train_wall_s_to_target"]),
+                format_seconds(r["train_cpu_s_to_target"]),
                 f"{r['sps_whole_loop']:,.0f}",
             ]
         )
@@ -477,9 +478,9 @@ def _summary(result: dict) -> str:
                 f"SB3 CartPole-v1 seed {run['seed']}",
                 f"{run['curve'][-1]['mean_return']:.1f}" if run["curve"] else "-",
                 run["steps_to_target"] or "not reached",
-                _s(run["wall_s_to_target"]),
-                _s(run["train_wall_s_to_target"]),
-                _s(run["train_cpu_s_to_target"]),
+                format_seconds(run["wall_s_to_target"]),
+                format_seconds(run["train_wall_s_to_target"]),
+                format_seconds(run["train_cpu_s_to_target"]),
                 f"{run['sps_whole_loop']:,.0f}",
             ]
         )
@@ -512,10 +513,6 @@ def _summary(result: dict) -> str:
             f"{100 * o['overhead_every_update']:+.2f}% (medians)"
         )
     return "\n".join(lines)
-
-
-def _s(x):
-    return "-" if x is None else f"{x:.1f}"
 
 
 if __name__ == "__main__":

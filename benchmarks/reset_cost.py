@@ -33,14 +33,13 @@ from flax import struct
 
 import jaxsim
 from benchmarks._common import (
-    RESULTS_DIR,
-    format_rate,
-    format_table,
     machine_tag,
     provenance,
     time_fn,
     write_json_atomic,
 )
+from benchmarks.formatting import format_rate, format_table
+from benchmarks.paths import RESULTS_DIR
 from jaxsim.params import field
 
 CLASSIC = ("CartPole-v1", "Pendulum-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1")

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import itertools
 import os
 import sys
@@ -36,502 +35,44 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-import jaxsim
 from benchmarks import baselines
 from benchmarks._common import (
-    RESULTS_DIR,
-    Timing,
     append_jsonl,
     finite_json,
-    format_rate,
-    format_table,
     machine_tag,
     provenance,
-    time_fn,
     write_json_atomic,
 )
+from benchmarks.arguments import int_list, name_list
 from benchmarks.baselines import Skipped
+from benchmarks.formatting import format_rate, format_table
+from benchmarks.paths import RESULTS_DIR
+from benchmarks.throughput_adapters import (
+    bench_envpool,
+    bench_gymnasium_async,
+    bench_gymnasium_numpy,
+    bench_gymnasium_sync,
+    bench_gymnax,
+    bench_torch,
+)
+from benchmarks.throughput_config import ENV_ID, ENV_IDS, Config, Measured
+from benchmarks.throughput_jaxsim import (
+    bench_jaxsim,
+    bench_physics_only,
+    check_jaxsim_episode_length,
+    check_physics_only,
+    gymnasium_episode_length,
+)
 
-ENV_ID = "CartPole-v1"
-ENV_IDS = ("CartPole-v1", "Pendulum-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1")
 FULL_NUM_ENVS = (1, 16, 256, 4096, 65536)
 QUICK_NUM_ENVS = (1, 16, 256, 4096)
 TARGET_NUM_ENVS = 4096
-# Random-policy CartPole-v1 episodes last ~22 steps on average.
-EPISODE_LENGTH_RANGE = (18.0, 27.0)
 BASELINE_PACKAGES = ("gymnasium", "gymnax", "envpool", "torch")
 
 
-@dataclasses.dataclass(frozen=True)
-class Config:
-    num_envs: tuple[int, ...]
-    repeats: int
-    min_time: float
-    steps_per_call: int  # env-steps per call (n * num_envs) for jaxsim and the physics floor
-    quick: bool
-    impls: tuple[str, ...]
-    envs: tuple[str, ...] = (ENV_ID,)
-    gymnax_scan_steps: int = 1000  # as BASELINES.md; capped so a call's records stay in memory
-    gymnax_max_steps_per_call: int = 2**22
-    gymnasium_steps_per_call: int = 256  # env-steps per call (>= 1 vector step)
-    sync_max_envs: int = 4096  # SyncVectorEnv steps one Python env at a time: 65536 is too slow
-    async_max_envs: int = 16  # one process per env: more than a few per core measures contention
-    torch_steps_per_call: int = 2**16  # env-steps per call, 16 to 1024 steps
-    # Intra-op threads for the PyTorch baseline (0: torch's default, one per core). One, as
-    # jaxsim's scan uses about one core; torch's default collapses when other processes load
-    # the cores (measured 20x slower at N=4096 on 2 busy cores).
-    torch_threads: int = 1
-
-    def scan_steps(self, num_envs: int) -> int:
-        return max(32, self.steps_per_call // num_envs)
-
-
-_require = baselines.require
-
-
-@dataclasses.dataclass
-class Measured:
-    """What an implementation's bench function hands back for one batch size."""
-
-    timing: Timing
-    steps_per_call: int
-    checks: dict[str, Any]
-    setup_s: float | None = None
-    notes: dict[str, Any] | None = None
-
-
-def _check(checks: dict[str, Any], name: str, ok: bool, value: Any = None) -> None:
-    if isinstance(value, tuple):
-        value = list(value)
-    checks[name] = {"pass": bool(ok), "value": value}
-    if not ok:
-        raise AssertionError(f"correctness check {name!r} failed: {value!r}")
-
-
-def _obs_dim(env_id: str) -> int:
-    env = jaxsim.make(env_id)
-    return int(np.prod(env.observation_space(env.default_params).shape))
-
-
-# ------------------------------------------------------------------------------ (a) jaxsim scan
-def bench_jaxsim(env_id: str, num_envs: int, cfg: Config) -> Measured:
-    env = jaxsim.make(env_id)
-    n = cfg.scan_steps(num_envs)
-    jitted = sys.modules["jaxsim.rollout"]._scan_rollout_jit
-    seeds = itertools.count(1)
-
-    def call():
-        key = jax.random.key(next(seeds))
-        # backend="scan" explicitly: "auto" would pick the fused kernel on a GPU.
-        return jaxsim.rollout(env, "random", n, num_envs=num_envs, key=key, backend="scan")
-
-    checks: dict[str, Any] = {}
-
-    def verify(traj):
-        _check(checks, "reward_shape", traj.reward.shape == (n, num_envs), traj.reward.shape)
-        # Every environment starts at length 0: finished plus running lengths count every step.
-        done = traj.terminated | traj.truncated
-        counted = int(jnp.where(done, traj.episode_length, 0).sum())
-        counted += int(traj.final_state.episode_length.sum())
-        _check(checks, "steps_executed", counted == n * num_envs, counted)
-        _check(checks, "obs_finite", bool(jnp.isfinite(traj.obs).all()))
-
-    cache_before = jitted._cache_size()
-    timing = time_fn(call, repeats=cfg.repeats, min_time=cfg.min_time, check=verify)
-    # A new key every call must not retrace: one compile for this shape, none while timing.
-    new_entries = jitted._cache_size() - cache_before
-    _check(checks, "compiled_once", new_entries <= 1, new_entries)
-    compiles = timing.compiles_during_timing
-    _check(checks, "no_compile_while_timing", compiles == 0, compiles)
-    return Measured(timing, n * num_envs, checks)
-
-
-def check_jaxsim_episode_length(gym_estimate: float | None) -> dict[str, Any]:
-    env = jaxsim.make(ENV_ID)
-    traj = jaxsim.rollout(env, "random", 128, num_envs=256, key=jax.random.key(12345))
-    stats = traj.episode_stats()
-    mean = float(stats.mean_length)
-    low, high = EPISODE_LENGTH_RANGE
-    ok = low <= mean <= high
-    if gym_estimate is not None:
-        ok = ok and abs(mean - gym_estimate) <= 3.0
-    return {
-        "pass": ok,
-        "jaxsim_mean_episode_length": round(mean, 2),
-        "jaxsim_episodes": int(stats.count),
-        "gymnasium_1env_mean_episode_length": gym_estimate,
-        "rule": f"{low} <= jaxsim <= {high} and |jaxsim - gymnasium| <= 3",
-    }
-
-
-def gymnasium_episode_length(episodes: int = 300) -> float | None:
-    """Mean length of random-policy episodes in one Gymnasium CartPole-v1 (None if absent)."""
-    try:
-        gym = _require("gymnasium")
-    except Skipped:
-        return None
-    env = gym.make(ENV_ID)
-    rng = np.random.default_rng(0)
-    env.reset(seed=0)
-    lengths, length = [], 0
-    while len(lengths) < episodes:
-        _, _, terminated, truncated, _ = env.step(int(rng.integers(2)))
-        length += 1
-        if terminated or truncated:
-            lengths.append(length)
-            length = 0
-            env.reset()
-    env.close()
-    return round(float(np.mean(lengths)), 2)
-
-
-# ------------------------------------------------------------------------------ (b, c) Gymnasium
-def _check_vector_plumbing(gym, envs, env_id: str, num_envs: int, checks) -> None:
-    """The first few envs of a freshly reset (seed 0) vector env step exactly as single
-    `gym.make` envs reset with seeds 0, 1, ... under the same actions (no episode ends in 5)."""
-    k = min(num_envs, 4)
-    singles = [gym.make(env_id) for _ in range(k)]
-    rng = np.random.default_rng(1)
-    worst = 0.0
-    for i, env in enumerate(singles):
-        env.reset(seed=i)
-    for _ in range(5):
-        actions = baselines.random_actions(envs, rng, num_envs)
-        obs, *_ = envs.step(actions)
-        for i, env in enumerate(singles):
-            single_obs, *_ = env.step(int(actions[i]) if actions.ndim == 1 else actions[i])
-            worst = max(worst, float(np.abs(obs[i] - single_obs).max()))
-    for env in singles:
-        env.close()
-    _check(checks, "matches_single_envs", worst == 0.0, worst)
-
-
-def _bench_gymnasium_vector(
-    make_envs: Callable[[], Any], env_id: str, num_envs: int, cfg: Config, plumbing: bool = True
-) -> Measured:
-    gym = _require("gymnasium")
-    t0 = time.perf_counter()
-    envs = make_envs()
-    envs.reset(seed=0)
-    setup_s = time.perf_counter() - t0
-    steps = max(1, cfg.gymnasium_steps_per_call // num_envs)
-    rng = np.random.default_rng(0)
-    checks: dict[str, Any] = {}
-    obs_dim = _obs_dim(env_id)
-
-    def verify(out):
-        obs, _, count = out
-        _check(checks, "obs_shape", obs.shape == (num_envs, obs_dim), obs.shape)
-        _check(checks, "obs_finite", bool(np.isfinite(obs).all()))
-        _check(checks, "steps_executed", count == steps * num_envs, count)
-
-    try:
-        if plumbing:
-            _check_vector_plumbing(gym, envs, env_id, num_envs, checks)
-
-        def call():
-            done, count = 0, 0
-            for _ in range(steps):
-                obs, reward, terminated, truncated, _ = envs.step(
-                    baselines.random_actions(envs, rng, num_envs)
-                )
-                done += int(np.count_nonzero(terminated | truncated))
-                count += reward.shape[0]
-            return obs, done, count
-
-        timing = time_fn(call, repeats=cfg.repeats, min_time=cfg.min_time, check=verify)
-    finally:
-        envs.close()
-    return Measured(timing, steps * num_envs, checks, setup_s=setup_s)
-
-
-def bench_gymnasium_sync(env_id: str, num_envs: int, cfg: Config) -> Measured:
-    gym = _require("gymnasium")
-    if num_envs > cfg.sync_max_envs:
-        raise Skipped(f"num_envs > {cfg.sync_max_envs}: one Python env per instance, far too slow")
-    return _bench_gymnasium_vector(
-        lambda: gym.vector.SyncVectorEnv([functools.partial(gym.make, env_id)] * num_envs),
-        env_id,
-        num_envs,
-        cfg,
-    )
-
-
-def bench_gymnasium_async(env_id: str, num_envs: int, cfg: Config) -> Measured:
-    gym = _require("gymnasium")
-    if num_envs > cfg.async_max_envs:
-        raise Skipped(
-            f"num_envs > {cfg.async_max_envs}: one process per env on "
-            f"{os.cpu_count()} cores measures contention, not the simulator"
-        )
-    # forkserver: forking this process, whose XLA runtime is multithreaded, is unsafe.
-    return _bench_gymnasium_vector(
-        lambda: gym.vector.AsyncVectorEnv(
-            [functools.partial(gym.make, env_id)] * num_envs, context="forkserver"
-        ),
-        env_id,
-        num_envs,
-        cfg,
-    )
-
-
-def bench_gymnasium_numpy(env_id: str, num_envs: int, cfg: Config) -> Measured:
-    gym = _require("gymnasium")
-    if env_id != "CartPole-v1":
-        raise Skipped(f"Gymnasium has no numpy-vectorized {env_id} (CartPole-v1 only)")
-    # It resets inside `step` on its own generator: no single-env plumbing to compare with.
-    return _bench_gymnasium_vector(
-        lambda: gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point"),
-        env_id,
-        num_envs,
-        cfg,
-        plumbing=False,
-    )
-
-
-# ----------------------------------------------------------------------------------- (d) EnvPool
-def bench_envpool(env_id: str, num_envs: int, cfg: Config) -> Measured:
-    t0 = time.perf_counter()
-    envs = baselines.make_envpool(env_id, num_envs)
-    envs.reset()
-    setup_s = time.perf_counter() - t0
-    steps = max(1, cfg.gymnasium_steps_per_call // num_envs)
-    rng = np.random.default_rng(0)
-    checks: dict[str, Any] = {}
-    obs_dim = _obs_dim(env_id)
-
-    def verify(out):
-        obs, env_ids = out
-        _check(checks, "obs_shape", obs.shape == (num_envs, obs_dim), obs.shape)
-        _check(checks, "obs_finite", bool(np.isfinite(obs).all()))
-        # Synchronous mode (batch_size == num_envs): every env answers every step.
-        _check(checks, "all_envs_stepped", sorted(env_ids.tolist()) == list(range(num_envs)))
-
-    def call():
-        for _ in range(steps):
-            obs, _, _, _, info = envs.step(baselines.random_actions(envs, rng, num_envs))
-        return obs, info["env_id"]
-
-    try:
-        timing = time_fn(call, repeats=cfg.repeats, min_time=cfg.min_time, check=verify)
-    finally:
-        envs.close()
-    notes = {"num_threads": envs.config.get("num_threads"), "threads_0_means": "hardware"}
-    return Measured(timing, steps * num_envs, checks, setup_s=setup_s, notes=notes)
-
-
-# ------------------------------------------------------------------------------------ (e) gymnax
-def _gymnax_rollout(env, params, num_envs: int, n: int):
-    """jit(scan(vmap(step))) as people run gymnax: a key per env per step, auto-reset step."""
-    space = env.action_space(params)
-
-    def sample(key):
-        # One draw for the whole batch's actions (cheaper than a key per env, as a policy's
-        # sampler would do); gymnax's step needs a key per environment.
-        if hasattr(space, "n"):
-            return jax.random.randint(key, (num_envs,), 0, space.n)
-        shape = (num_envs, *space.shape)
-        return jax.random.uniform(key, shape, minval=space.low, maxval=space.high)
-
-    def run(key):
-        key, k_reset = jax.random.split(key)
-        obs, state = jax.vmap(env.reset, in_axes=(0, None))(
-            jax.random.split(k_reset, num_envs), params
-        )
-
-        def body(carry, _):
-            obs, state, key = carry
-            key, k_act, k_step = jax.random.split(key, 3)
-            action = sample(k_act)
-            next_obs, state, reward, terminated, truncated, _ = jax.vmap(
-                env.step, in_axes=(0, 0, 0, None)
-            )(jax.random.split(k_step, num_envs), state, action, params)
-            return (next_obs, state, key), (obs, action, reward, terminated | truncated)
-
-        _, traj = jax.lax.scan(body, (obs, state, key), None, length=n)
-        return traj
-
-    return jax.jit(run)
-
-
-def bench_gymnax(env_id: str, num_envs: int, cfg: Config) -> Measured:
-    gymnax = _require("gymnax")
-    env, params = gymnax.make(env_id)
-    n = min(cfg.gymnax_scan_steps, max(32, cfg.gymnax_max_steps_per_call // num_envs))
-    run = _gymnax_rollout(env, params, num_envs, n)
-    seeds = itertools.count(1)
-    checks: dict[str, Any] = {}
-    obs_dim = _obs_dim(env_id)
-
-    def verify(traj):
-        obs, _, reward, done = traj
-        _check(checks, "obs_shape", obs.shape == (n, num_envs, obs_dim), obs.shape)
-        _check(checks, "obs_finite", bool(jnp.isfinite(obs).all()))
-        _check(checks, "reward_shape", reward.shape == (n, num_envs), reward.shape)
-        if env_id == "CartPole-v1":
-            # gymnax pays 1 per step after a reset, so the total counts the steps executed.
-            total = int(reward.sum())
-            _check(checks, "steps_executed", total == n * num_envs, total)
-            episodes = int(done.sum())
-            if episodes >= 20:
-                mean = n * num_envs / episodes
-                _check(checks, "mean_episode_length", 15 <= mean <= 35, round(mean, 2))
-
-    timing = time_fn(
-        lambda: run(jax.random.key(next(seeds))),
-        repeats=cfg.repeats,
-        min_time=cfg.min_time,
-        check=verify,
-    )
-    compiles = timing.compiles_during_timing
-    _check(checks, "no_compile_while_timing", compiles == 0, compiles)
-    return Measured(timing, n * num_envs, checks)
-
-
-# ------------------------------------------------------------------------- (f) eager PyTorch
-def bench_torch(env_id: str, num_envs: int, cfg: Config) -> Measured:
-    torch = _require("torch")
-    if env_id != "CartPole-v1":
-        raise Skipped(f"the eager PyTorch baseline implements CartPole-v1 only, not {env_id}")
-    t0 = time.perf_counter()
-    sim = baselines.TorchCartPole(num_envs, seed=0)
-    steps = max(16, min(1024, cfg.torch_steps_per_call // num_envs))
-    # A rollout buffer as PyTorch PPO code keeps one (cleanrl's ppo.py): every step recorded.
-    buffers = {
-        "obs": torch.zeros((steps, num_envs, 4)),
-        "action": torch.zeros((steps, num_envs), dtype=torch.int64),
-        "reward": torch.zeros((steps, num_envs)),
-        "done": torch.zeros((steps, num_envs), dtype=torch.bool),
-    }
-    setup_s = time.perf_counter() - t0
-    checks: dict[str, Any] = {}
-    threads_before = torch.get_num_threads()
-    if cfg.torch_threads:
-        torch.set_num_threads(cfg.torch_threads)
-
-    def call():
-        with torch.inference_mode():
-            obs = sim.state
-            for t in range(steps):
-                action = sim.random_actions()
-                buffers["obs"][t] = obs
-                obs, reward, terminated, truncated, _ = sim.step(action)
-                buffers["action"][t] = action
-                buffers["reward"][t] = reward
-                buffers["done"][t] = terminated | truncated
-        return buffers
-
-    def verify(out):
-        total = int(out["reward"].sum())
-        _check(checks, "steps_executed", total == steps * num_envs, total)
-        _check(checks, "obs_finite", bool(torch.isfinite(out["obs"]).all()))
-        episodes = int(out["done"].sum())
-        # Only over a horizon much longer than an episode (~22 steps) does steps / episodes
-        # estimate the episode length; shorter calls are covered by the dynamics check.
-        if steps >= 256 and episodes >= 20:
-            mean = steps * num_envs / episodes
-            _check(checks, "mean_episode_length", 15 <= mean <= 35, round(mean, 2))
-
-    try:
-        timing = time_fn(call, repeats=cfg.repeats, min_time=cfg.min_time, check=verify)
-        notes = {"torch_threads": torch.get_num_threads(), "device": "cpu", "mode": "eager"}
-    finally:
-        torch.set_num_threads(threads_before)
-    return Measured(timing, steps * num_envs, checks, setup_s=setup_s, notes=notes)
-
-
-# ------------------------------------------------------------------------------ (g) physics only
-def _balance(s):
-    """A fixed linear balancing law: no randomness, and the pole stays up without resets.
-
-    An open-loop pattern (e.g. alternating pushes) lets the pole fall and spin: angles grow to
-    tens or thousands of radians, where XLA:CPU's sin/cos run 2-3x slower than on the small
-    angles real CartPole episodes see, so the floor would come out too low.
-    """
-    return (s.theta + 0.5 * s.theta_dot + 0.01 * s.x + 0.1 * s.x_dot > 0).astype(jnp.int32)
-
-
-def _physics_only(env, num_envs: int, n: int):
-    """jaxsim's CartPole dynamics on [num_envs] struct-of-arrays state: no RNG, no reset.
-
-    Only the final state and a count of terminations (the cart may drift past its bound) leave
-    the scan, so XLA must compute every step but records nothing.
-    """
-
-    def run(state, params):
-        def body(carry, _):
-            s, terminations = carry
-            s, _, terminated = env.dynamics(s, _balance(s), params)
-            return (s, terminations + terminated.astype(jnp.int32)), None
-
-        zeros = jnp.zeros((num_envs,), jnp.int32)
-        (state, terminations), _ = jax.lax.scan(body, (state, zeros), None, length=n)
-        return state, terminations.sum()
-
-    return jax.jit(run)
-
-
-def _physics_initial_state(env, num_envs: int):
-    u = jax.random.uniform(jax.random.key(0), (4, num_envs), minval=-0.05, maxval=0.05)
-    return env.state_type(u[0], u[1], u[2], u[3], jnp.zeros((num_envs,), jnp.int32))
-
-
-def check_physics_only() -> dict[str, Any]:
-    """The floor's scan equals stepping jaxsim's `env.step` under vmap, step by step."""
-    env = jaxsim.make(ENV_ID)
-    params = env.default_params
-    num_envs, n = 64, 200
-    state0 = _physics_initial_state(env, num_envs)
-    got, got_terminations = _physics_only(env, num_envs, n)(state0, params)
-    step = jax.jit(jax.vmap(env.step, in_axes=(None, 0, 0, None)))
-    state, terminations = state0, 0
-    for _ in range(n):
-        state, ts = step(jax.random.key(0), state, _balance(state), params)
-        terminations += int(ts.terminated.sum())
-    err = max(
-        float(jnp.abs(getattr(got, f) - getattr(state, f)).max())
-        for f in ("x", "x_dot", "theta", "theta_dot")
-    )
-    ok = err <= 1e-5 and int(got_terminations) == terminations
-    return {
-        "pass": ok,
-        "max_abs_state_error": err,
-        "terminations": int(got_terminations),
-        "reference_terminations": terminations,
-    }
-
-
-def bench_physics_only(env_id: str, num_envs: int, cfg: Config) -> Measured:
-    if env_id != "CartPole-v1":
-        raise Skipped(f"the physics-only floor is measured on CartPole-v1 only, not {env_id}")
-    env = jaxsim.make(env_id)
-    params = env.default_params
-    n = cfg.scan_steps(num_envs)
-    run = _physics_only(env, num_envs, n)
-    state0 = _physics_initial_state(env, num_envs)
-    checks: dict[str, Any] = {}
-
-    def verify(out):
-        state, _ = out
-        finite = all(bool(jnp.isfinite(getattr(state, f)).all()) for f in ("x", "x_dot", "theta"))
-        _check(checks, "state_finite", finite)
-        # The pole stayed up: the angles were in the range real episodes see.
-        max_theta = float(jnp.abs(state.theta).max())
-        _check(checks, "pole_balanced", max_theta < 0.21, max_theta)
-
-    timing = time_fn(
-        lambda: run(state0, params), repeats=cfg.repeats, min_time=cfg.min_time, check=verify
-    )
-    compiles = timing.compiles_during_timing
-    _check(checks, "no_compile_while_timing", compiles == 0, compiles)
-    return Measured(timing, n * num_envs, checks)
-
-
-# ----------------------------------------------------------------------------------------- driver
+# ------------------------------------------------------------------------------ implementations
 IMPLS: dict[str, tuple[str, Callable[[str, int, Config], Measured]]] = {
     "jaxsim": ("jaxsim.rollout, scan backend (records the full Trajectory)", bench_jaxsim),
     # Gymnasium's and EnvPool's default NEXT_STEP auto-reset spends one step per episode on the
@@ -736,36 +277,6 @@ def render(records, targets, cfg: Config) -> str:
     return "\n\n".join(parts)
 
 
-def _parse_num_envs(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated integers, got {text!r}"
-        ) from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"num_envs must be integers >= 1, got {text!r}")
-    return values
-
-
-def _parse_names(valid: tuple[str, ...] | list[str], what: str):
-    def parse(text: str) -> tuple[str, ...]:
-        if text.strip() == "all":
-            return tuple(valid)
-        values = tuple(dict.fromkeys(v.strip() for v in text.split(",") if v.strip()))
-        unknown = sorted(set(values) - set(valid))
-        if unknown or not values:
-            raise argparse.ArgumentTypeError(
-                f"unknown {what} {unknown}; choose from {list(valid)} or 'all'"
-            )
-        return values
-
-    return parse
-
-
-_parse_impls = _parse_names(list(IMPLS), "implementation(s)")
-
-
 def parse_args(argv=None) -> tuple[Config, Path]:
     p = argparse.ArgumentParser(
         prog="python -m benchmarks.rollout_throughput",
@@ -776,13 +287,13 @@ def parse_args(argv=None) -> tuple[Config, Path]:
     )
     p.add_argument(
         "--envs",
-        type=_parse_names(ENV_IDS, "environment(s)"),
+        type=name_list(ENV_IDS, "environment(s)"),
         default=(ENV_ID,),
         help=f"comma-separated subset of {list(ENV_IDS)}, or 'all' (default {ENV_ID})",
     )
     p.add_argument(
         "--num-envs",
-        type=_parse_num_envs,
+        type=int_list,
         default=None,
         help=f"comma-separated batch sizes (default {FULL_NUM_ENVS})",
     )
@@ -801,7 +312,7 @@ def parse_args(argv=None) -> tuple[Config, Path]:
     )
     p.add_argument(
         "--impls",
-        type=_parse_impls,
+        type=name_list(list(IMPLS), "implementation(s)"),
         default=tuple(IMPLS),
         help=f"comma-separated subset of {list(IMPLS)}, or 'all'",
     )

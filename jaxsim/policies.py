@@ -97,15 +97,38 @@ class OpenLoopPolicy:
         )
 
 
-def _mlp(layers, x):
-    """tanh hidden layers, linear output: layers is a sequence of (kernel[in, out], bias[out])."""
+def mlp_apply(layers, x, activation=jnp.tanh):
+    """x[..., in] -> [..., out] through ((kernel[in, out], bias[out]), ...) layers.
+
+    `activation` (tanh) after every layer but the last, which is linear. Products in full
+    float32: GPUs default to TF32 for float32 matmuls, which XLA (scan backend) and Triton
+    (fused backend) round differently (~1e-3 apart).
+    """
     for i, (w, b) in enumerate(layers):
-        # Full float32 products: GPUs default to TF32 for float32 matmuls, which XLA (scan
-        # backend) and Triton (fused backend) round differently (~1e-3 apart).
         x = jnp.matmul(x, w, precision=jax.lax.Precision.HIGHEST) + b
         if i < len(layers) - 1:
-            x = jnp.tanh(x)
+            x = activation(x)
     return x
+
+
+def init_mlp(key: jax.Array, sizes, gains):
+    """Orthogonal kernels (`orthogonal_init`, no LAPACK) and zero biases, float32.
+
+    Args:
+      key: PRNG key, split once per layer.
+      sizes: widths from input to output, e.g. (obs_dim, 64, 64, num_actions).
+      gains: one orthogonal gain per layer (len(sizes) - 1 of them).
+
+    Returns:
+      ((kernel[sizes[i], sizes[i + 1]], bias[sizes[i + 1]]), ...).
+    """
+    if len(gains) != len(sizes) - 1:
+        raise ValueError(f"init_mlp: {len(sizes) - 1} layers need as many gains, got {gains!r}")
+    keys = jax.random.split(key, len(gains))
+    return tuple(
+        (orthogonal_init(g)(k, (n_in, n_out), jnp.float32), jnp.zeros((n_out,), jnp.float32))
+        for k, n_in, n_out, g in zip(keys, sizes[:-1], sizes[1:], gains, strict=True)
+    )
 
 
 _HALF_LOG_2PI = float(0.5 * np.log(2 * np.pi))
@@ -163,7 +186,7 @@ class MLPPolicy:
 
     def act_from_seed(self, seed, index, obs):
         """obs[B, obs_dim], index[B] -> (action[B, ...], extras of [B])."""
-        out = _mlp(self.actor, obs)
+        out = mlp_apply(self.actor, obs)
         if self.discrete:
             logp_all = jax.nn.log_softmax(out)
             if self.deterministic:
@@ -184,12 +207,12 @@ class MLPPolicy:
             log_prob = jnp.sum(-0.5 * z**2 - self.log_std - _HALF_LOG_2PI, axis=-1)
         extras = {"log_prob": log_prob}
         if self.critic is not None:
-            extras["value"] = _mlp(self.critic, obs)[..., 0]
+            extras["value"] = mlp_apply(self.critic, obs)[..., 0]
         return action, extras
 
     def evaluate(self, obs, action):
         """(log_prob[B], entropy[B], value[B] or None) of given actions: what losses need."""
-        out = _mlp(self.actor, obs)
+        out = mlp_apply(self.actor, obs)
         if self.discrete:
             logp_all = jax.nn.log_softmax(out)
             log_prob = _select(logp_all, action.astype(jnp.int32))
@@ -198,7 +221,7 @@ class MLPPolicy:
             z = (action - out) * jnp.exp(-self.log_std)
             log_prob = jnp.sum(-0.5 * z**2 - self.log_std - _HALF_LOG_2PI, axis=-1)
             entropy = jnp.broadcast_to(jnp.sum(self.log_std + 0.5 + _HALF_LOG_2PI), log_prob.shape)
-        value = None if self.critic is None else _mlp(self.critic, obs)[..., 0]
+        value = None if self.critic is None else mlp_apply(self.critic, obs)[..., 0]
         return log_prob, entropy, value
 
 
@@ -245,13 +268,7 @@ def init_mlp_policy(
     out_dim = space.n if isinstance(space, Discrete) else space.size
 
     def layers(key, sizes, head_gain):
-        keys = jax.random.split(key, len(sizes) - 1)
-        out = []
-        for i, (k, n_in, n_out) in enumerate(zip(keys, sizes[:-1], sizes[1:], strict=True)):
-            gain = head_gain if i == len(sizes) - 2 else np.sqrt(2.0)
-            w = orthogonal_init(gain)(k, (n_in, n_out), jnp.float32)
-            out.append((w, jnp.zeros((n_out,), jnp.float32)))
-        return tuple(out)
+        return init_mlp(key, sizes, [np.sqrt(2.0)] * (len(sizes) - 2) + [head_gain])
 
     k_actor, k_critic = jax.random.split(key)
     return MLPPolicy(

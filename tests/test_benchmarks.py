@@ -13,7 +13,7 @@ _REPO = str(Path(__file__).resolve().parents[1])
 if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
-from benchmarks import _common  # noqa: E402
+from benchmarks import _common, arguments, formatting  # noqa: E402
 from benchmarks import rollout_throughput as rt  # noqa: E402
 
 TINY = ["--repeats", "1", "--min-time", "0", "--steps-per-call", "256"]
@@ -142,9 +142,28 @@ def test_provenance_and_formatting():
     assert PROVENANCE_FIELDS <= set(p)
     assert p["versions"]["surely-not-installed-pkg"] is None
     assert p["commit"] == "unknown" or len(p["commit"].removesuffix("-dirty")) == 40
-    assert _common.format_rate(20.2e6) == "20.2M" and _common.format_rate(51e3) == "51k"
-    table = _common.format_table(["impl", "N=1"], [["jaxsim", "1.2M"]])
+    assert formatting.format_rate(20.2e6) == "20.2M" and formatting.format_rate(51e3) == "51k"
+    assert formatting.format_rate(float("nan")) == "–" and formatting.format_ratio(2048) == "2,048x"
+    assert formatting.format_duration(75.4) == "1:15"
+    table = formatting.format_table(["impl", "N=1"], [["jaxsim", "1.2M"]])
     assert table.splitlines()[1] == "|--------|-----:|"
+    table = formatting.format_table(["a", "b", "n"], [["x", "y", 1]], left=2)
+    assert table.splitlines()[1] == "|---|---|--:|"
+
+
+def test_comma_lists_parse_one_way():
+    import argparse
+
+    assert arguments.split_list(" a, b,,a ,") == ["a", "b"]
+    assert arguments.int_list("1, 16,4096") == (1, 16, 4096)
+    for bad in ("1,x", "0", ""):
+        with pytest.raises(argparse.ArgumentTypeError):
+            arguments.int_list(bad)
+    envs = arguments.name_list(("a", "b", "all"), "thing(s)")
+    assert envs("all") == ("a", "b", "all") and envs("b,a") == ("b", "a")
+    assert arguments.name_list(("a", "all"), "x", all_means_every=False)("all") == ("all",)
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown thing\\(s\\) 'c'"):
+        envs("a,c")
 
 
 # ------------------------------------------------------------------ baselines and their checks
@@ -183,7 +202,7 @@ def test_missing_optional_baselines_are_skipped_not_zero(tmp_path, monkeypatch):
 
 # -------------------------------------------------------------------------------- front door
 from benchmarks import __main__ as front  # noqa: E402
-from benchmarks import report  # noqa: E402
+from benchmarks import results_report  # noqa: E402
 
 
 def test_front_door_rejects_bad_input_before_running(tmp_path, capsys, monkeypatch):
@@ -201,7 +220,7 @@ def test_front_door_rejects_bad_input_before_running(tmp_path, capsys, monkeypat
     assert not ran and not (tmp_path / front.MANIFEST).exists()
     with pytest.raises(SystemExit):
         front.main(["run", "--quick", "--full"])  # one mode only
-    assert report.main(["--results", str(tmp_path / "missing"), "--no-readme"]) == 2
+    assert results_report.main(["--results", str(tmp_path / "missing"), "--no-readme"]) == 2
 
 
 def test_front_door_sizes_each_suite_per_mode_and_baselines():
@@ -336,7 +355,9 @@ def test_front_door_smoke_run_end_to_end(tmp_path):
     md = tmp_path / "RESULTS.md"
     readme = tmp_path / "README.md"
     readme.write_text("# x\n\n## Latest results\n\nold text\n")
-    assert report.main(["--results", str(out), "--out", str(md), "--readme", str(readme)]) == 0
+    assert (
+        results_report.main(["--results", str(out), "--out", str(md), "--readme", str(readme)]) == 0
+    )
     text = md.read_text()
     for heading in (
         "## Published figures",
@@ -347,7 +368,7 @@ def test_front_door_smoke_run_end_to_end(tmp_path):
         "## Front-door runs",
     ):
         assert heading in text, heading
-    assert "old text" not in readme.read_text() and report.BEGIN in readme.read_text()
+    assert "old text" not in readme.read_text() and results_report.BEGIN in readme.read_text()
 
 
 # ------------------------------------------------------------------------------------ report
@@ -503,7 +524,7 @@ def test_report_turns_fixed_records_into_the_expected_tables(tmp_path):
     md, readme = tmp_path / "RESULTS.md", tmp_path / "README.md"
     readme.write_text("# jaxsim\n\nintro\n\n## Latest results\n\nhand-typed, to be replaced\n")
     argv = ["--results", str(results), "--out", str(md), "--readme", str(readme)]
-    assert report.main(argv) == 0
+    assert results_report.main(argv) == 0
     text = md.read_text()
     # The throughput table, its same-run ratios, and the missing baseline reported as skipped
     # with its reason, never as a zero.
@@ -566,8 +587,118 @@ Not measured:
     assert "](results/report_rollout_throughput_cpu2_h_quick.png)" in text
     # The README's section: between markers, from the same records; regenerating is stable.
     readme_text = readme.read_text()
-    assert readme_text.startswith("# jaxsim\n\nintro\n\n## Latest results\n\n" + report.BEGIN)
-    assert "hand-typed" not in readme_text and readme_text.rstrip().endswith(report.END)
+    assert readme_text.startswith(
+        "# jaxsim\n\nintro\n\n## Latest results\n\n" + results_report.BEGIN
+    )
+    assert "hand-typed" not in readme_text and readme_text.rstrip().endswith(results_report.END)
     assert "| jaxsim (scan)           | 100k |    20M |" in readme_text
-    assert report.main(argv) == 0
+    assert results_report.main(argv) == 0
     assert readme.read_text() == readme_text and md.read_text() == text
+
+
+# ------------------------------------------------------------------- report: no silent failures
+def _throughput_record(utc, medians):
+    """A small CartPole throughput record: {impl: {num_envs: median env-steps/s}}."""
+    return {
+        "benchmark": "rollout_throughput",
+        "provenance": _prov(utc=utc),
+        "config": {"repeats": 3, "min_time": 0.1},
+        "checks": {},
+        "targets": [],
+        "results": [
+            _point(impl, "CartPole-v1", n, median)
+            for impl, by_n in medians.items()
+            for n, median in by_n.items()
+        ],
+    }
+
+
+def _report(results, tmp_path, capsys):
+    md = tmp_path / "RESULTS.md"
+    argv = ["--results", str(results), "--out", str(md), "--no-readme", "--no-plots"]
+    assert results_report.main(argv) == 0
+    return md.read_text(), capsys.readouterr().err
+
+
+def test_report_says_when_the_newest_record_is_truncated_and_an_older_one_is_shown(
+    tmp_path, capsys
+):
+    import os
+
+    results = tmp_path / "results"
+    results.mkdir()
+    old = results / "rollout_throughput_cpu2_h.json"
+    medians = {"jaxsim": {4096: 2e7}, "gymnasium_sync": {4096: 1e5}}
+    old.write_text(json.dumps(_throughput_record("2026-11-01T00:00:00+00:00", medians)))
+    new = results / "rollout_throughput_cpu2_h_quick.json"
+    text = json.dumps(_throughput_record("2026-11-29T00:00:00+00:00", medians))
+    new.write_text(text[: len(text) // 2])  # a copy cut short
+    os.utime(new, (old.stat().st_mtime + 60,) * 2)
+    md, err = _report(results, tmp_path, capsys)
+    # Named in a section of its own and on stderr, with what is wrong...
+    assert "## Invalid records" in md and "not valid JSON" in md
+    assert f"invalid record {new}: not valid JSON" in err
+    # ...and the older record shown in its place says so, under its heading.
+    section = md.split("### Rollout throughput: cpu (TestCPU, 2 cores)\n\n")[1]
+    assert section.startswith(f"**Newer record `{new.name}` (not valid JSON")
+    assert f"is invalid; showing older record `{old.name}`.**" in section.split("\n\n")[0]
+    assert "showing older record" in err and "200x" in md  # the old record's figures, still
+    # Without the older record there is nothing to show: the section says why.
+    old.unlink()
+    md, _ = _report(results, tmp_path, capsys)
+    assert f"No valid record: `{new.name}` is invalid (not valid JSON" in md
+
+
+def test_report_names_the_file_and_field_a_record_lacks(tmp_path, capsys):
+    results = tmp_path / "results"
+    results.mkdir()
+    record = _throughput_record("2026-11-29T00:00:00+00:00", {"jaxsim": {1: 1e5, 4096: 2e7}})
+    del record["results"][1]["steps_per_s"]["median"]
+    del record["results"][0]["status"]
+    path = results / "rollout_throughput_cpu2_h.json"
+    path.write_text(json.dumps(record))
+    nameless = {**_throughput_record("2026-11-29T00:00:00+00:00", {}), "provenance": None}
+    del nameless["benchmark"]
+    (results / "fusion_cpu2_h.json").write_text(json.dumps(nameless))
+    (results / "environment.json").write_text(json.dumps({"jax": "0.10.2"}))  # not a record
+    md, err = _report(results, tmp_path, capsys)
+    for text in (md, err):
+        line = next(x for x in text.splitlines() if "rollout_throughput_cpu2_h.json" in x)
+        assert "lacks field 'results[0].status' (impl=jaxsim env_id=CartPole-v1 num_envs=1)" in line
+        assert "lacks field 'results[1].steps_per_s.median' (impl=jaxsim" in line
+        line = next(x for x in text.splitlines() if "fusion_cpu2_h.json" in x)
+        assert "lacks field 'benchmark'" in line and "field 'provenance' is None" in line
+    assert "KeyError" not in md and "environment.json" not in md
+    assert "No valid record: `rollout_throughput_cpu2_h.json` is invalid" in md
+
+
+def test_report_refuses_ratios_of_zero_negative_or_nan_figures(tmp_path, capsys):
+    results = tmp_path / "results"
+    results.mkdir()
+    medians = {
+        "jaxsim": {4096: 2e7},
+        "gymnasium_sync": {4096: 0.0},
+        "torch": {4096: -1e6},
+        "gymnax": {4096: float("nan")},
+    }
+    path = results / "rollout_throughput_cpu2_h.json"
+    path.write_text(json.dumps(_throughput_record("2026-11-29T00:00:00+00:00", medians)))
+    ppo = {
+        "benchmark": "ppo",
+        "provenance": _prov(),
+        "jaxsim": {"CartPole-v1": {"seeds": 3, "target": 475.0, "sps_whole_loop": 1e5}},
+        "comparison": {"speedup": -3.0},
+    }
+    (results / "ppo_cpu2_h.json").write_text(json.dumps(ppo))
+    md, err = _report(results, tmp_path, capsys)
+    for text in (md, err):
+        line = next(x for x in text.splitlines() if "rollout_throughput_cpu2_h.json" in x)
+        assert "field 'results[1].steps_per_s.median' is 0.0: a rate" in line
+        assert "field 'results[2].steps_per_s.median' is -1000000.0" in line
+        assert "field 'results[3].steps_per_s.median' is nan" in line
+        line = next(x for x in text.splitlines() if "ppo_cpu2_h.json" in x)
+        assert "field 'comparison.speedup' is -3.0" in line
+    # No ratio of them anywhere: neither the section's table nor the headline.
+    assert "Same-run ratios" not in md and "jaxsim ÷" not in md and "-3x" not in md
+    row = next(x for x in md.splitlines() if x.startswith("| GPU-vectorized simulation"))
+    assert "cpu (TestCPU" not in row and "**" not in row  # no record left to measure from

@@ -14,9 +14,10 @@ import pytest
 from flax import struct
 
 import jaxsim
-from agents import callbacks, checkpoint, losses, normalizers, report, train
-from agents.networks import make_network, to_policy
+from agents import callbacks, checkpoint, logs, losses, normalizers, train
+from agents.networks import make_actor_critic, to_policy
 from agents.ppo import PPO, PPOConfig, make_train
+from jaxsim.policies import init_mlp, mlp_apply
 
 
 # ----------------------------------------------------------------------------- a trivial task
@@ -200,33 +201,52 @@ def test_reward_scaler_divides_by_return_std():
 
 # ------------------------------------------------------------------------------------ network
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
-def test_flax_forward_equals_mlp_policy(env_id):
+def test_network_forward_equals_mlp_policy(env_id):
     env = jaxsim.make(env_id)
-    net = make_network(env, hidden=(8, 8), init_log_std=-0.5)
+    init = make_actor_critic(env, hidden=(8, 8), init_log_std=-0.5)
+    params = init(jax.random.key(0))
+    # The init is jaxsim's: same key, same weights, bit for bit.
+    reference = jaxsim.init_mlp_policy(jax.random.key(0), env, hidden=(8, 8), log_std=-0.5)
+    expected = {"actor": reference.actor, "critic": reference.critic}
+    if not reference.discrete:
+        expected["log_std"] = reference.log_std
+    _assert_trees_equal(params, expected)
     obs = jax.random.normal(jax.random.key(1), (6, env.observation_space(env.default_params).size))
-    variables = net.init(jax.random.key(0), obs)
     # Give the zero-initialised biases values so the test sees them.
-    variables = jax.tree.map(lambda x: x + 0.1 * jnp.arange(x.size).reshape(x.shape), variables)
-    out, value = net.apply(variables, obs)
-    action, extras = to_policy(variables, deterministic=True)(jax.random.key(2), obs)
+    params = jax.tree.map(lambda x: x + 0.1 * jnp.arange(x.size).reshape(x.shape), params)
+    out = mlp_apply(params["actor"], obs)
+    value = mlp_apply(params["critic"], obs)[:, 0]
+    action, extras = to_policy(params, deterministic=True)(jax.random.key(2), obs)
     np.testing.assert_allclose(extras["value"], value, rtol=1e-5, atol=1e-5)
-    log_prob, _, value2 = to_policy(variables).evaluate(obs, action)
+    log_prob, _, value2 = to_policy(params).evaluate(obs, action)
     np.testing.assert_allclose(value2, value, rtol=1e-5, atol=1e-5)
-    if net.discrete:
+    if "log_std" not in params:
         np.testing.assert_array_equal(action, jnp.argmax(out, -1))
         expected = jnp.take_along_axis(jax.nn.log_softmax(out), action[:, None], -1)[:, 0]
     else:
         np.testing.assert_allclose(action, out, rtol=1e-6)
-        log_std = variables["params"]["log_std"]
-        expected = jax.scipy.stats.norm.logpdf(action, out, jnp.exp(log_std)).sum(-1)
+        expected = jax.scipy.stats.norm.logpdf(action, out, jnp.exp(params["log_std"])).sum(-1)
     np.testing.assert_allclose(log_prob, expected, rtol=1e-5, atol=1e-5)
     # Observation normalisation folded into the first layers equals normalising the input.
     stats = normalizers.RunningStats(
         mean=jnp.linspace(-1, 1, obs.shape[1]), var=jnp.linspace(0.5, 2, obs.shape[1]), count=10.0
     )
-    _, folded = to_policy(variables, stats, deterministic=True)(jax.random.key(2), obs)
-    _, value_n = net.apply(variables, normalizers.normalize(stats, obs))
+    _, folded = to_policy(params, stats, deterministic=True)(jax.random.key(2), obs)
+    value_n = mlp_apply(params["critic"], normalizers.normalize(stats, obs))[:, 0]
     np.testing.assert_allclose(folded["value"], value_n, rtol=1e-4, atol=1e-4)
+
+
+def test_mlp_pieces_build_off_policy_networks():
+    obs, action = jnp.ones((5, 3)), jnp.ones((5, 2))
+    q_net = init_mlp(jax.random.key(0), (3, 16, 4), (1.0, 1.0))
+    assert mlp_apply(q_net, obs, jax.nn.relu).shape == (5, 4)  # one value per discrete action
+    twin = jax.vmap(lambda k: init_mlp(k, (5, 16, 1), (1.0, 1.0)))(
+        jax.random.split(jax.random.key(1), 2)
+    )
+    q1, q2 = jax.vmap(mlp_apply, (0, None))(twin, jnp.concatenate([obs, action], -1))[..., 0]
+    assert q1.shape == (5,) and not np.allclose(q1, q2)  # two critics, independently initialised
+    with pytest.raises(ValueError, match="2 layers need as many gains"):
+        init_mlp(jax.random.key(0), (3, 16, 4), (1.0,))
 
 
 def test_orthogonal_init_matches_flax_without_lapack():
@@ -272,6 +292,18 @@ def test_unservable_action_space_is_rejected():
         PPO(PPOConfig(), MatrixActions())
 
 
+def test_every_config_field_is_a_flag_with_its_help_and_default():
+    text = " ".join(train.build_parser().format_help().split())  # argparse wraps lines
+    for field in dataclasses.fields(PPOConfig):
+        flag = "--" + field.name.replace("_", "-")
+        help_text = " ".join(field.metadata["help"].split())
+        assert f"{help_text} (PPOConfig default: {field.default!r})" in text, flag
+        assert flag in text
+    assert "--no-anneal-lr" in text
+    args = train.build_parser().parse_args(["ppo", "--hidden", "32,16", "--no-anneal-lr"])
+    assert train.config_overrides(args, PPOConfig) == {"hidden": (32, 16), "anneal_lr": False}
+
+
 def test_command_rejects_bad_input_before_compiling(capsys, tmp_path):
     cases = [
         (["--env", "NoSuchEnv-v0"], "unknown environment id"),
@@ -313,7 +345,7 @@ def test_progress_callback_is_throttled(bandit_run):
     reported = sorted({int(m.update) for m in calls})
     assert reported == [u for u in range(1, n + 1) if u % every == 0 or u == n]
     assert len(calls) == 2 * len(reported)  # once per seed under vmap
-    progress = report.Progress(num_seeds=2, num_updates=n, stream=None)
+    progress = logs.TrainingProgress(num_seeds=2, num_updates=n, stream=None)
     for m in calls:
         progress(m)
     assert [r["update"] for r in progress.rows] == reported
@@ -426,7 +458,7 @@ def test_command_end_to_end(tmp_path, capsys, monkeypatch):
     for name in ("checkpoint.msgpack", "config.json", "metrics.csv", "metrics.jsonl", "eval.json"):
         assert (out / name).exists(), name
     assert (out / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    rows = report.read_metrics(str(out))
+    rows = logs.read_metrics(str(out))
     assert [r["update"] for r in rows] == [2, 4]
     assert json.loads((out / "eval.json").read_text())["steps_per_seed"] == 256
     assert summary["eval"]["mean_return"] > 0
@@ -458,5 +490,5 @@ def test_command_end_to_end(tmp_path, capsys, monkeypatch):
         checkpoint.load_checkpoint(summary["checkpoint"]).runner,
     )
     assert resumed["eval"]["per_seed_mean_return"] == summary["eval"]["per_seed_mean_return"]
-    rows = report.read_metrics(resumed["out"])
+    rows = logs.read_metrics(resumed["out"])
     assert [r["update"] for r in rows] == [2, 4]

@@ -7,8 +7,9 @@ import os
 import subprocess
 
 import pytest
+from flax import serialization
 
-from agents import checkpoint, report, train
+from agents import checkpoint, logs, train
 
 TINY = [
     "ppo", "--env", "CartPole-v1", "--seeds", "2", "--total-steps", "128", "--num-envs", "2",
@@ -58,6 +59,15 @@ def test_a_corrupt_checkpoint_is_named(capsys, tmp_path, finished_run):
     assert "corrupt checkpoint" in err and str(broken) in err
 
 
+def test_a_checkpoint_of_another_format_is_refused_by_name(tmp_path):
+    # Format 1 held flax module variables; the parameters are plain layers since format 2.
+    old = tmp_path / "checkpoint.msgpack"
+    meta = json.dumps({"format": "jaxsim-agents-ppo/1"})
+    old.write_bytes(serialization.msgpack_serialize({"meta": meta, "state": {}}))
+    with pytest.raises(ValueError, match=r"not a jaxsim-agents-ppo/2 checkpoint \(format 'jaxsim"):
+        checkpoint.load_checkpoint(str(old))
+
+
 def test_stale_temporaries_go_and_config_json_follows_the_checkpoint(tmp_path, finished_run):
     out = tmp_path / "run"
     out.mkdir()
@@ -82,5 +92,5 @@ def test_a_diverged_run_exits_non_zero_and_writes_strict_json(capsys, tmp_path):
     for line in (tmp_path / "metrics.jsonl").read_text().splitlines():
         json.loads(line, parse_constant=lambda c: pytest.fail(f"bare {c} in metrics.jsonl"))
     json.loads((tmp_path / "eval.json").read_text(), parse_constant=pytest.fail)
-    rows = report.read_metrics(str(tmp_path))
-    assert report.first_nonfinite(rows) is not None
+    rows = logs.read_metrics(str(tmp_path))
+    assert logs.first_nonfinite(rows) is not None

@@ -41,7 +41,7 @@ def _finite_or_none(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-class Progress:
+class TrainingProgress:
     """The throttled progress callback of `PPO(..., progress=...)`.
 
     Under `vmap` the device calls it once per seed for each reported update; it gathers

@@ -1,0 +1,153 @@
+"""What the results report requires of a record, field by field: each problem names its field."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable
+from typing import Any
+
+_MISSING = object()
+
+
+def _positive(x: Any) -> str | None:
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        return f"is {x!r}, not a number"
+    if not math.isfinite(x) or x <= 0:
+        return f"is {x!r}: a rate, time or ratio must be a finite number > 0"
+    return None
+
+
+def _non_negative(x: Any) -> str | None:
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        return f"is {x!r}, not a number"
+    if not math.isfinite(x) or x < 0:
+        return f"is {x!r}: must be a finite number >= 0"
+    return None
+
+
+def _optional(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
+    return lambda x: None if x is None else check(x)
+
+
+def _of_type(*types: type) -> Callable[[Any], str | None]:
+    names = " or ".join(t.__name__ for t in types)
+    return lambda x: None if isinstance(x, types) else f"is {x!r}, not {names}"
+
+
+_STR = _of_type(str)
+_INT = _of_type(int)
+_LIST = _of_type(list)
+_DICT = _of_type(dict)
+_NUMBER = _of_type(int, float)
+
+
+def _get(obj: Any, dotted: str) -> Any:
+    for key in dotted.split("."):
+        if not isinstance(obj, dict) or key not in obj:
+            return _MISSING
+        obj = obj[key]
+    return obj
+
+
+def _check(
+    obj: Any, where: str, fields: tuple[tuple[str, Callable], ...], required: bool = True
+) -> list[str]:
+    problems = []
+    for dotted, check in fields:
+        value = _get(obj, dotted)
+        name = f"{where}.{dotted}" if where else dotted
+        if value is _MISSING:
+            if required:
+                problems.append(f"lacks field '{name}'")
+        elif (why := check(value)) is not None:
+            problems.append(f"field '{name}' {why}")
+    return problems
+
+
+# Fields of every point in "results", by benchmark; then those of a point with status "ok".
+_POINT = {
+    "rollout_throughput": (("impl", _STR), ("num_envs", _INT), ("status", _STR)),
+    "fusion": (
+        ("env_id", _STR),
+        ("policy", _STR),
+        ("outputs", _STR),
+        ("num_envs", _INT),
+        ("backend", _STR),
+        ("k", _optional(_INT)),
+        ("status", _STR),
+    ),
+    "breakdown": (("case", _STR), ("status", _STR)),
+}
+_OK_POINT = {
+    "rollout_throughput": (
+        ("steps_per_s.median", _positive),
+        ("steps_per_s.min", _positive),
+        ("steps_per_s.max", _positive),
+        ("compile_s", _optional(_non_negative)),
+    ),
+    "fusion": (("steps_per_s.median", _positive), ("compile_s", _optional(_non_negative))),
+    "breakdown": (
+        ("wall_s", _positive),
+        ("steps_per_s", _positive),
+        ("category_shares", _DICT),
+    ),
+}
+_NOT_OK_POINT = {"rollout_throughput": (("reason", _STR),)}
+_TARGET = (("name", _STR), ("status", _STR), ("value", _optional(_positive)))
+_PPO_RUN = (("seeds", _INT), ("target", _NUMBER), ("sps_whole_loop", _positive))
+_SB3 = (("seeds_reached", _INT), ("mean_sps_whole_loop", _positive), ("runs", _LIST))
+_PPO_COMPARISON = (
+    ("speedup", _optional(_positive)),
+    ("speedup_excluding_jaxsim_compile", _optional(_positive)),
+)
+
+
+def _label(point: dict[str, Any]) -> str:
+    keys = ("impl", "case", "backend", "env_id", "policy", "outputs", "num_envs", "k")
+    return " ".join(f"{k}={point[k]}" for k in keys if point.get(k) is not None)
+
+
+def _points(data: dict[str, Any], benchmark: str) -> list[str]:
+    points = data.get("results")
+    if points is None:
+        return ["lacks field 'results'"]
+    if not isinstance(points, list):
+        return [f"field 'results' is {type(points).__name__}, not a list"]
+    problems = []
+    for i, point in enumerate(points):
+        if not isinstance(point, dict):
+            problems.append(f"field 'results[{i}]' is not an object")
+            continue
+        where = f"results[{i}]"
+        mine = _check(point, where, _POINT[benchmark])
+        if not mine:
+            extra = _OK_POINT if point["status"] == "ok" else _NOT_OK_POINT
+            mine = _check(point, where, extra.get(benchmark, ()))
+        problems += [f"{p} ({_label(point)})" for p in mine]
+    return problems
+
+
+def _ppo(data: dict[str, Any]) -> list[str]:
+    problems = _check(data, "", (("jaxsim", _DICT),))
+    for env_id, run in (data.get("jaxsim") or {}).items():
+        problems += _check(run, f"jaxsim.{env_id}", _PPO_RUN)
+    sb3 = data.get("sb3") or {}
+    if sb3.get("runs"):
+        problems += _check(sb3, "sb3", _SB3)
+    return problems + _check(data.get("comparison"), "comparison", _PPO_COMPARISON, False)
+
+
+def record_problems(data: dict[str, Any]) -> list[str]:
+    """What keeps the report from using `data`, a suite's record: each problem names the field
+    (an empty list if none). A rate, time or ratio that is zero, negative or not finite is a
+    problem: the report divides by them."""
+    problems = _check(data, "", (("benchmark", _STR), ("provenance", _DICT)))
+    benchmark = data.get("benchmark")
+    if benchmark in _POINT:
+        problems += _points(data, benchmark)
+    elif benchmark == "ppo":
+        problems += _ppo(data)
+    for i, target in enumerate(data.get("targets") or []):
+        problems += _check(target, f"targets[{i}]", _TARGET)
+    return problems
