@@ -1,0 +1,140 @@
+"""The Stable-Baselines3 side of `benchmarks.ppo`: PPO with rl-zoo's CartPole settings to a target.
+
+SB3 and torch are optional (`pip install -e ".[baselines]"`); without them the baseline is
+recorded as skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+
+TARGETS = {"CartPole-v1": 475.0, "Pendulum-v1": -200.0}
+# rl-baselines3-zoo's hyperparams/ppo.yml, CartPole-v1 (lin_x: linear decay from x to 0).
+SB3_CARTPOLE = dict(
+    n_envs=8,
+    n_timesteps=100_000,
+    n_steps=32,
+    batch_size=256,
+    gae_lambda=0.8,
+    gamma=0.98,
+    n_epochs=20,
+    ent_coef=0.0,
+    learning_rate=1e-3,
+    clip_range=0.2,
+)
+
+
+def first_reach(curve, target, key="mean_return"):
+    for point in curve:
+        if point[key] is not None and point[key] >= target:
+            return point
+    return None
+
+
+def learn_sb3(
+    seed: int, target: float, max_steps: int, eval_every: int, episodes: int, threads: int
+) -> dict:
+    import gymnasium as gym
+    import torch
+    from stable_baselines3 import PPO as SB3PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.monitor import Monitor
+
+    h = SB3_CARTPOLE
+    if threads > 0:
+        torch.set_num_threads(threads)
+    t_start, cpu_start = time.perf_counter(), time.process_time()
+    env = make_vec_env("CartPole-v1", n_envs=h["n_envs"], seed=seed)
+    eval_env = Monitor(gym.make("CartPole-v1"))
+    eval_env.reset(seed=10_000 + seed)
+    model = SB3PPO(
+        "MlpPolicy",
+        env,
+        n_steps=h["n_steps"],
+        batch_size=h["batch_size"],
+        gae_lambda=h["gae_lambda"],
+        gamma=h["gamma"],
+        n_epochs=h["n_epochs"],
+        ent_coef=h["ent_coef"],
+        learning_rate=lambda p: p * h["learning_rate"],
+        clip_range=lambda p: p * h["clip_range"],
+        seed=seed,
+        device="cpu",
+        verbose=0,
+    )
+    state = {"eval_s": 0.0, "eval_cpu_s": 0.0, "next": eval_every, "curve": []}
+
+    class EvalUntilTarget(BaseCallback):
+        def _on_step(self) -> bool:
+            if self.num_timesteps < state["next"]:
+                return True
+            state["next"] += eval_every
+            t0, cpu0 = time.perf_counter(), time.process_time()
+            mean, std = evaluate_policy(self.model, eval_env, episodes, deterministic=True)
+            now, cpu = time.perf_counter(), time.process_time()
+            state["eval_s"] += now - t0
+            state["eval_cpu_s"] += cpu - cpu0
+            point = {
+                "step": self.num_timesteps,
+                "mean_return": float(mean),
+                "std_return": float(std),
+                "wall_s": now - t_start,
+                "train_wall_s": now - t_start - state["eval_s"],
+                "train_cpu_s": cpu - cpu_start - state["eval_cpu_s"],
+            }
+            state["curve"].append(point)
+            return point["mean_return"] < target
+
+    model.learn(total_timesteps=max_steps, callback=EvalUntilTarget())
+    wall = time.perf_counter() - t_start
+    reached = first_reach(state["curve"], target)
+    return {
+        "seed": seed,
+        "loadavg_1min_after": os.getloadavg()[0],
+        "torch_threads": torch.get_num_threads(),
+        "reached": reached is not None,
+        "steps_to_target": None if reached is None else reached["step"],
+        "wall_s_to_target": None if reached is None else reached["wall_s"],
+        "train_wall_s_to_target": None if reached is None else reached["train_wall_s"],
+        "train_cpu_s_to_target": None if reached is None else reached["train_cpu_s"],
+        "steps_done": int(model.num_timesteps),
+        "sps_whole_loop": model.num_timesteps / (wall - state["eval_s"]),
+        "curve": state["curve"],
+    }
+
+
+def sb3_baseline(seeds: int, max_steps: int, eval_every: int, episodes: int, threads: int) -> dict:
+    try:
+        import stable_baselines3
+        import torch
+    except ImportError as e:
+        return {"skipped": f"stable-baselines3 or torch is not installed ({e})"}
+    runs = [
+        learn_sb3(s, TARGETS["CartPole-v1"], max_steps, eval_every, episodes, threads)
+        for s in range(seeds)
+    ]
+    reached = [r for r in runs if r["reached"]]
+    times = [r["train_wall_s_to_target"] for r in reached]
+    cpu_times = [r["train_cpu_s_to_target"] for r in reached]
+    return {
+        "library": f"stable-baselines3 {stable_baselines3.__version__}, torch {torch.__version__}",
+        "env": "Gymnasium CartPole-v1",
+        "hyperparameters": "rl-baselines3-zoo ppo.yml CartPole-v1",
+        "settings": SB3_CARTPOLE,
+        "eval_episodes": episodes,
+        "eval_every_steps": eval_every,
+        "max_steps": max_steps,
+        "seeds_reached": len(reached),
+        "mean_train_wall_s_to_target": statistics.mean(times) if times else None,
+        "total_train_wall_s_to_target": sum(times) if len(times) == seeds else None,
+        "mean_train_cpu_s_to_target": statistics.mean(cpu_times) if cpu_times else None,
+        "mean_steps_to_target": statistics.mean(r["steps_to_target"] for r in reached)
+        if reached
+        else None,
+        "mean_sps_whole_loop": statistics.mean(r["sps_whole_loop"] for r in runs),
+        "runs": runs,
+    }
