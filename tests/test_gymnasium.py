@@ -1,0 +1,373 @@
+"""Gymnasium and Stable-Baselines3 interop: registration, single and vector envs, SB3's VecEnv."""
+
+import subprocess
+import sys
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxsim
+
+gym = pytest.importorskip("gymnasium")
+
+from gymnasium.utils.env_checker import check_env  # noqa: E402
+from gymnasium.vector import AutoresetMode  # noqa: E402
+
+import jaxsim.gymnasium as jgym  # noqa: E402 (after the importorskip)
+
+IDS = jaxsim.registered_ids()
+KEY = jax.random.key(0)
+# Gymnasium's checker recommends a [-1, 1] Box action space; Gymnasium's own Pendulum and
+# MountainCarContinuous draw the same recommendation. Any other warning fails the test.
+BOX_ADVICE = "symmetric and normalized space"
+
+
+def _vec(env_id, num_envs, mode=AutoresetMode.NEXT_STEP, **kwargs):
+    return gym.make_vec(
+        f"jaxsim/{env_id}",
+        num_envs=num_envs,
+        vectorization_mode="vector_entry_point",
+        autoreset_mode=mode,
+        **kwargs,
+    )
+
+
+def _cartpole_state(env, obs, time=0):
+    """CartPole's observation is its state (x, x_dot, theta, theta_dot)."""
+    x, x_dot, theta, theta_dot = (jnp.float32(v) for v in obs)
+    return env.state_type(x=x, x_dot=x_dot, theta=theta, theta_dot=theta_dot, time=jnp.int32(time))
+
+
+# --------------------------------------------------------------------------------- registration
+def test_every_id_is_registered_without_a_time_limit():
+    for env_id in IDS:
+        spec = gym.spec(f"jaxsim/{env_id}")
+        assert spec.max_episode_steps is None  # jaxsim truncates, once
+        assert spec.vector_entry_point is not None
+        assert spec.kwargs == {"env_id": env_id}
+    assert jgym.register_all() == [f"jaxsim/{i}" for i in IDS]  # idempotent
+
+
+def test_importing_does_not_import_gymnax_brax_or_sb3():
+    code = (
+        "import sys, jaxsim.gymnasium, gymnasium; gymnasium.make('jaxsim/CartPole-v1'); "
+        "print(sorted(m for m in ('gymnax', 'brax', 'stable_baselines3', 'torch') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_missing_optional_dependencies_name_what_to_install():
+    # None in sys.modules makes an import fail as if the package were not installed.
+    code = (
+        "import sys; sys.modules['{mod}'] = None\n"
+        "try:\n    {stmt}\nexcept ImportError as e:\n    print(e)"
+    )
+    no_gym = code.format(mod="gymnasium", stmt="import jaxsim.gymnasium")
+    no_sb3 = code.format(
+        mod="stable_baselines3",
+        stmt="import jaxsim.gymnasium as g; g.make_sb3_vec_env('CartPole-v1')",
+    )
+    for source, extra in ((no_gym, "jaxsim-rl[gym]"), (no_sb3, "jaxsim-rl[sb3]")):
+        run = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True)
+        assert extra in run.stdout, run.stdout + run.stderr
+
+
+# ------------------------------------------------------------------------------------ single env
+@pytest.mark.parametrize("env_id", IDS)
+def test_single_env_passes_check_env_with_matching_spaces(env_id):
+    env = gym.make(f"jaxsim/{env_id}")
+    assert not any(isinstance(w, gym.wrappers.TimeLimit) for w in _wrappers(env))
+    jax_env = jaxsim.make(env_id)
+    obs_space = jax_env.observation_space(jax_env.default_params)
+    act_space = jax_env.action_space(jax_env.default_params)
+    assert env.observation_space == gym.spaces.Box(
+        obs_space.low, obs_space.high, obs_space.shape, np.float32
+    )
+    if isinstance(act_space, jaxsim.Discrete):
+        assert env.action_space == gym.spaces.Discrete(act_space.n)
+    else:
+        assert env.action_space == gym.spaces.Box(
+            act_space.low, act_space.high, act_space.shape, np.float32
+        )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(env.unwrapped, skip_render_check=True)
+    assert all(BOX_ADVICE in str(w.message) for w in caught), [str(w.message) for w in caught]
+
+
+def _wrappers(env):
+    while isinstance(env, gym.Wrapper):
+        yield env
+        env = env.env
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_single_env_steps_equal_jaxsims_step(env_id):
+    genv = gym.make(f"jaxsim/{env_id}", max_episode_steps=25)
+    jax_env = jaxsim.make(env_id, max_episode_steps=25)
+    params = jax_env.default_params
+    step = jax.jit(jax_env.step)
+    obs, info = genv.reset(seed=0)
+    assert obs.dtype == np.float32 and obs.shape == genv.observation_space.shape
+    assert info == {}
+    state = genv.unwrapped._state
+    genv.action_space.seed(0)
+    for t in range(1, 31):
+        action = genv.action_space.sample()  # int64 for Discrete: accepted
+        obs, reward, terminated, truncated, _ = genv.step(action)
+        state, ts = step(KEY, state, jnp.asarray(action).astype(act_dtype(jax_env)), params)
+        np.testing.assert_array_equal(obs, np.asarray(ts.obs))
+        assert isinstance(reward, float) and reward == float(ts.reward)
+        assert (terminated, truncated) == (bool(ts.terminated), bool(ts.truncated))
+        assert truncated == (t == 25)  # jaxsim's limit, applied once
+        if terminated or truncated:
+            break
+    assert terminated or truncated
+
+
+def act_dtype(env):
+    return env.action_space(env.default_params).dtype
+
+
+def test_single_env_reset_seeds_reproduce_and_a_plain_reset_continues():
+    env = gym.make("jaxsim/Acrobot-v1")
+    first = env.reset(seed=7)[0]
+    np.testing.assert_array_equal(env.reset(seed=7)[0], first)
+    second = env.reset()[0]
+    assert not np.array_equal(second, first)
+    env.reset(seed=7)
+    np.testing.assert_array_equal(env.reset()[0], second)  # the stream after seed 7, again
+
+
+def test_single_env_rejects_an_invalid_discrete_action():
+    env = gym.make("jaxsim/CartPole-v1")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"integers in \[0, 2\)"):
+        env.step(2)
+
+
+def test_cartpole_matches_gymnasiums_cartpole():
+    env = gym.make("jaxsim/CartPole-v1")
+    genv = gym.make("CartPole-v1").unwrapped
+    genv.reset(seed=0)
+    obs, _ = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    steps = 0
+    for _ in range(100):
+        # Sync Gymnasium's float64 state to ours, as tests/test_envs.py does; then both step.
+        genv.state = np.asarray(obs, np.float64)
+        genv.steps_beyond_terminated = None
+        action = int(rng.integers(0, 2))
+        g_obs, g_rew, g_term, g_trunc, _ = genv.step(action)
+        obs, reward, terminated, truncated, _ = env.step(action)
+        np.testing.assert_allclose(obs, g_obs, rtol=1e-5, atol=1e-6)
+        assert (reward, terminated, truncated) == (g_rew, g_term, g_trunc)
+        steps += 1
+        if terminated:
+            obs, _ = env.reset()
+    assert steps == 100
+
+
+@pytest.mark.parametrize("env_id", ["Pendulum-v1", "MountainCar-v0"])
+def test_truncation_happens_once_at_max_episode_steps(env_id):
+    # Neither terminates under these actions before the limit: truncation alone ends them.
+    env = gym.make(f"jaxsim/{env_id}")
+    limit = jaxsim.make(env_id).default_params.max_episode_steps
+    env.reset(seed=0)
+    action = np.zeros(env.action_space.shape, np.float32) if env_id == "Pendulum-v1" else 1
+    flags = [env.step(action)[2:4] for _ in range(limit)]
+    assert [t for t, (_, trunc) in enumerate(flags, 1) if trunc] == [limit]
+    assert not any(term for term, _ in flags)
+    venv = _vec(env_id, 2, max_episode_steps=9)
+    venv.reset(seed=0)
+    actions = np.stack([action] * 2)
+    truncs = [venv.step(actions)[3] for _ in range(9)]
+    assert [t for t, tr in enumerate(truncs, 1) if tr.all()] == [9]
+    assert not any(tr.any() for tr in truncs[:-1])
+
+
+# ------------------------------------------------------------------------------------ vector env
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "MountainCarContinuous-v0"])
+def test_vector_env_spaces_shapes_and_dtypes(env_id, mode):
+    venv = _vec(env_id, 5, mode)
+    assert isinstance(venv, gym.vector.VectorEnv) and isinstance(venv, jgym.JaxsimVectorEnv)
+    assert venv.metadata["autoreset_mode"] == mode and venv.autoreset_mode == mode
+    assert venv.num_envs == 5
+    single = gym.make(f"jaxsim/{env_id}")
+    assert venv.single_observation_space == single.observation_space
+    assert venv.single_action_space == single.action_space
+    obs, info = venv.reset(seed=0)
+    assert obs.shape == (5, *single.observation_space.shape) and obs.dtype == np.float32
+    assert info == {} and venv.observation_space.contains(obs)
+    venv.action_space.seed(0)
+    obs, reward, terminated, truncated, info = venv.step(venv.action_space.sample())
+    assert obs.shape == (5, *single.observation_space.shape) and obs.dtype == np.float32
+    assert reward.shape == (5,) and reward.dtype == np.float32
+    assert terminated.shape == truncated.shape == (5,)
+    assert terminated.dtype == truncated.dtype == np.bool_
+    assert isinstance(info, dict)
+
+
+def _random_cartpole_run(mode, steps=80, num_envs=6):
+    venv = _vec("CartPole-v1", num_envs, mode)
+    obs, _ = venv.reset(seed=1)
+    rng = np.random.default_rng(1)
+    records = []
+    for _ in range(steps):
+        actions = rng.integers(0, 2, num_envs)  # int64, as Gymnasium samples them
+        out = venv.step(actions)
+        records.append((obs, actions, *out))
+        obs = out[0]
+    return records
+
+
+def test_next_step_defers_the_reset_by_one_step():
+    env = jaxsim.make("CartPole-v1")
+    step = jax.jit(jax.vmap(env.step, in_axes=(None, 0, 0, None)))
+    pending = None
+    dones = 0
+    for obs, actions, next_obs, reward, terminated, truncated, info in _random_cartpole_run(
+        AutoresetMode.NEXT_STEP
+    ):
+        assert info == {}
+        if pending is not None:
+            # Lanes that ended last step: the reset observation, reward 0, no flags. Their
+            # physics did not advance: the next step is checked to start from this observation.
+            assert np.all(reward[pending] == 0)
+            assert not np.any(terminated[pending] | truncated[pending])
+            assert np.all(np.abs(next_obs[pending]) <= 0.05)  # CartPole's reset range
+        # Every other lane made one jaxsim step from the previous observation (its state).
+        live = ~pending if pending is not None else np.ones(len(actions), bool)
+        states = jax.vmap(lambda o: _cartpole_state(env, o))(jnp.asarray(obs))
+        _, ts = step(KEY, states, jnp.asarray(actions, jnp.int32), env.default_params)
+        np.testing.assert_array_equal(next_obs[live], np.asarray(ts.obs)[live])
+        np.testing.assert_array_equal(reward[live], 1.0)
+        np.testing.assert_array_equal(terminated[live], np.asarray(ts.terminated)[live])
+        pending = terminated | truncated
+        dones += pending.sum()
+    assert dones >= 6  # random CartPole episodes last ~22 steps: several ends were checked
+
+
+def test_same_step_returns_the_reset_and_puts_the_final_obs_in_info():
+    env = jaxsim.make("CartPole-v1")
+    step = jax.jit(jax.vmap(env.step, in_axes=(None, 0, 0, None)))
+    dones = 0
+    for obs, actions, next_obs, reward, terminated, truncated, info in _random_cartpole_run(
+        AutoresetMode.SAME_STEP
+    ):
+        states = jax.vmap(lambda o: _cartpole_state(env, o))(jnp.asarray(obs))
+        _, ts = step(KEY, states, jnp.asarray(actions, jnp.int32), env.default_params)
+        true_next = np.asarray(ts.obs)
+        done = terminated | truncated
+        np.testing.assert_array_equal(reward, 1.0)
+        np.testing.assert_array_equal(terminated, np.asarray(ts.terminated))
+        np.testing.assert_array_equal(next_obs[~done], true_next[~done])
+        if not done.any():
+            assert info == {}
+            continue
+        dones += done.sum()
+        assert set(info) == {"final_obs", "_final_obs", "final_info", "_final_info"}
+        np.testing.assert_array_equal(info["_final_obs"], done)
+        np.testing.assert_array_equal(info["_final_info"], done)
+        assert info["final_obs"].dtype == object and info["final_obs"].shape == (len(done),)
+        for i in range(len(done)):
+            if done[i]:
+                np.testing.assert_array_equal(info["final_obs"][i], true_next[i])
+                assert np.all(np.abs(next_obs[i]) <= 0.05)  # already reset
+            else:
+                assert info["final_obs"][i] is None
+    assert dones >= 6
+
+
+def test_both_modes_see_the_same_episodes():
+    # Same seed and actions: NEXT_STEP is SAME_STEP with one extra (ignored) step per reset.
+    # Both draw the first reset at the step that ended the first episode; later resets are
+    # drawn one step count apart, so the comparison stops at the second episode's end.
+    venvs = {
+        mode: _vec("CartPole-v1", 1, mode) for mode in AutoresetMode if mode.name != "DISABLED"
+    }
+    for venv in venvs.values():
+        venv.reset(seed=3)
+    same = venvs[AutoresetMode.SAME_STEP]
+    nxt = venvs[AutoresetMode.NEXT_STEP]
+    episodes = 0
+    for _ in range(60):
+        s_obs, _, s_term, s_trunc, s_info = same.step(np.zeros(1, np.int64))
+        n_obs, _, n_term, n_trunc, _ = nxt.step(np.zeros(1, np.int64))
+        assert (s_term, s_trunc) == (n_term, n_trunc)
+        if s_term[0] or s_trunc[0]:
+            np.testing.assert_array_equal(s_info["final_obs"][0], n_obs[0])
+            episodes += 1
+            if episodes == 2:
+                break
+            n_obs = nxt.step(np.zeros(1, np.int64))[0]  # the deferred reset
+        np.testing.assert_array_equal(s_obs, n_obs)
+    assert episodes == 2
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_vector_reset_seed_reproduces_and_a_plain_reset_continues(mode):
+    def run(venv, seed):
+        obs = [venv.reset(seed=seed)[0]]
+        obs += [venv.step(np.ones(4, np.int64))[0] for _ in range(30)]
+        return np.stack(obs)
+
+    venv = _vec("CartPole-v1", 4, mode)
+    first = run(venv, 5)
+    np.testing.assert_array_equal(run(_vec("CartPole-v1", 4, mode), 5), first)
+    again = run(venv, None)
+    assert not np.array_equal(again[0], first[0])
+    assert not np.array_equal(run(venv, 6)[0], first[0])
+    # Each environment draws its own reset.
+    assert len({tuple(o) for o in first[0]}) == 4
+
+
+def test_vector_env_checks_its_arguments():
+    with pytest.raises(ValueError, match="autoreset_mode must be NEXT_STEP or SAME_STEP"):
+        _vec("CartPole-v1", 2, AutoresetMode.DISABLED)
+    venv = _vec("CartPole-v1", 2)
+    venv.reset(seed=0)
+    with pytest.raises(ValueError, match=r"actions must have shape \(2,\)"):
+        venv.step(np.zeros(3, np.int64))
+    with pytest.raises(ValueError, match=r"integers in \[0, 2\)"):
+        venv.step(np.array([0, 5]))
+
+
+# ------------------------------------------------------------------------------ Stable-Baselines3
+def test_sb3_vec_env_semantics():
+    sb3 = pytest.importorskip("stable_baselines3", reason="stable-baselines3 (and torch) absent")
+    venv = jgym.make_sb3_vec_env("jaxsim/CartPole-v1", 3, max_episode_steps=4)
+    assert isinstance(venv, sb3.common.vec_env.VecEnv) and venv.num_envs == 3
+    venv.seed(0)
+    obs = venv.reset()
+    assert obs.shape == (3, 4) and obs.dtype == np.float32
+    venv.seed(0)
+    np.testing.assert_array_equal(venv.reset(), obs)
+    for t in range(1, 5):
+        obs, reward, done, infos = venv.step(np.zeros(3, np.int64))
+        assert reward.dtype == np.float32 and len(infos) == 3
+        assert done.all() == (t == 4)
+    for info in infos:  # truncated at the limit: SB3 bootstraps from the terminal observation
+        assert info["TimeLimit.truncated"] is True
+        assert info["terminal_observation"].shape == (4,)
+        assert not np.array_equal(info["terminal_observation"], obs[0])
+    assert np.all(np.abs(obs) <= 0.05)  # reset in the same step
+    assert venv.get_attr("render_mode") == [None] * 3
+    assert venv.env_is_wrapped(gym.Wrapper) == [False] * 3
+
+
+def test_sb3_ppo_learns_briefly_through_both_routes():
+    pytest.importorskip("stable_baselines3", reason="stable-baselines3 (and torch) absent")
+    from stable_baselines3 import PPO
+
+    vec_env = jgym.make_sb3_vec_env("CartPole-v1", num_envs=4)
+    PPO("MlpPolicy", vec_env, n_steps=32, batch_size=64, seed=0).learn(total_timesteps=256)
+    # Through gymnasium.make: SB3 wraps the single env in its own DummyVecEnv.
+    env = gym.make("jaxsim/Pendulum-v1")
+    PPO("MlpPolicy", env, n_steps=64, batch_size=64, seed=0).learn(total_timesteps=256)
