@@ -105,8 +105,18 @@ class Spec:
                     f"{where} must have shape {shape} (or broadcast to it), got shape {arr.shape}"
                 ) from None
             dtype = {int: np.int32, float: np.float32, bool: np.bool_}[self.kind]
-            for x in arr.ravel():
-                self._check_scalar(where, expected, x.item())
+            # Every element meets the same checks as a scalar; the first that fails is named.
+            bad = ~np.isfinite(arr) if arr.dtype.kind == "f" else np.zeros(arr.shape, bool)
+            if self.kind is int and arr.dtype.kind not in "iu":
+                bad |= True
+            for op, bound in ((np.less, self.ge), (np.less_equal, self.gt)):
+                if bound is not None:
+                    bad |= op(arr, bound)
+            for op, bound in ((np.greater, self.le), (np.greater_equal, self.lt)):
+                if bound is not None:
+                    bad |= op(arr, bound)
+            if bad.any():
+                self._check_scalar(where, expected, arr[bad].ravel()[0].item())
             return np.array(arr, dtype)
         if isinstance(value, np.ndarray | jax.Array) and np.ndim(value) == 0:
             value = value.item()

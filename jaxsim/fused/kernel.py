@@ -137,14 +137,14 @@ def _kernel(buf_refs, in_refs, out_refs, carry_refs, *, plan: _Plan):
 
 
 def _as_input(x, axis):
-    """A shared scalar travels as [1] (kernels take no 0-d inputs); anything else as it is."""
+    """A shared value travels with a leading axis of one (kernels take no 0-d inputs)."""
     x = jnp.asarray(x)
-    return x.reshape(1) if axis is None and x.ndim == 0 else x
+    return x[None] if axis is None else x
 
 
 def _load(ref, axis):
-    """Inverse of `_as_input` on a kernel ref: a shared [1] input is read back as a scalar."""
-    return ref[0] if axis is None and len(ref.shape) == 1 and ref.shape[0] == 1 else ref[...]
+    """Inverse of `_as_input` on a kernel ref: a shared value is row 0, whatever its shape."""
+    return ref[0] if axis is None else ref[...]
 
 
 def _launch(plan: _Plan, t0, steps, ins, carry, outs):
@@ -310,7 +310,7 @@ def _rollout(
     layout = tuple(blk.output_layout(template))
     if use_kernel:
         step, ins["consts"] = _Hoisted.trace(block_step, *block_args(config.block_envs))
-        # Kernels take no captured arrays and no 0-d inputs: shared scalars travel as [1].
+        # Kernels take no captured arrays and no 0-d inputs: shared values travel as [1, ...].
         ins["params"] = map_with_axes(_as_input, padded_params, params_axes)
         ins["sampler"] = jax.tree.map(lambda x: _as_input(x, None), sampler)
         plan = _Plan(env, policy, fields, layout, n, config, step, params_axes)
