@@ -11,7 +11,7 @@ from flax import struct
 from jaxsim import params as params_lib
 from jaxsim import rng
 from jaxsim.spaces import Space
-from jaxsim.transition import env_transition, stack_obs
+from jaxsim.transition import ResetDraws, env_transition, stack_obs
 
 State = TypeVar("State")
 Params = TypeVar("Params")
@@ -60,6 +60,15 @@ class Env(Generic[State, Params]):
     # True if `dynamics(state, action, params, key)` takes a key; the classic-control
     # environments are deterministic, and the fused kernel runs only deterministic dynamics.
     stochastic: ClassVar[bool] = False
+    # True if `init_state(key, params)` takes a raw PRNG key (uint32[2], drawn counter-based
+    # from (seed, index, counter) as uniforms are) instead of uniforms: adapters of libraries
+    # whose reset takes a key.
+    reset_with_key: ClassVar[bool] = False
+    # True if `obs_fields` returns one component, the whole observation of any shape, instead
+    # of one number per component (`obs_fields` components are stacked into a vector).
+    array_obs: ClassVar[bool] = False
+    # Why the fused kernel cannot run this environment, when the class knows it statically.
+    fused_refusal: ClassVar[str | None] = None
 
     def __init__(self, **kwargs):
         param_specs = {s.name: s for s in params_lib.specs(self.params_type)}
@@ -137,7 +146,9 @@ class Env(Generic[State, Params]):
         return kwargs
 
     def observe(self, state: State, params: Params) -> jax.Array:
-        return stack_obs(jnp.asarray(f, jnp.float32) for f in self.obs_fields(state, params))
+        return stack_obs(
+            self, (jnp.asarray(f, jnp.float32) for f in self.obs_fields(state, params))
+        )
 
     def reset(self, key: jax.Array, params: Params) -> tuple[State, jax.Array]:
         """A fresh episode for one environment: (state, obs)."""
@@ -150,12 +161,15 @@ class Env(Generic[State, Params]):
 
         Elementwise in `index` and `counter`; this is what rollouts use for auto-reset.
         """
-        u = tuple(
-            rng.uniform(seed, index, counter, rng.RESET_STREAM + j)
-            for j in range(self.num_reset_uniforms)
-        )
-        state = self.init_state(u, params)
+        draw = ResetDraws.make(self, seed, jnp.asarray(index, jnp.uint32)).reset_draw(counter)
+        state = self.init_state(draw, params)
         return state, self.observe(state, params)
+
+    def reset_draw_shapes(self):
+        """Shapes and dtypes of what `init_state` takes first, for one environment."""
+        if self.reset_with_key:
+            return jax.ShapeDtypeStruct((2,), jnp.uint32)
+        return tuple(jax.ShapeDtypeStruct((), jnp.float32) for _ in range(self.num_reset_uniforms))
 
     def step(
         self, key: jax.Array, state: State, action: jax.Array, params: Params
@@ -171,7 +185,7 @@ class Env(Generic[State, Params]):
         state, obs_fields, reward, terminated, truncated = env_transition(
             self, state, action, params, key
         )
-        obs = stack_obs(jnp.asarray(f, jnp.float32) for f in obs_fields)
+        obs = stack_obs(self, (jnp.asarray(f, jnp.float32) for f in obs_fields))
         return state, TimeStep(obs, reward, terminated, truncated)
 
     def check_state(self, state) -> None:
@@ -182,8 +196,8 @@ class Env(Generic[State, Params]):
                 f"got {type(state).__name__}"
             )
         if getattr(self, "_state_shapes", None) is None:
-            u = tuple(jax.ShapeDtypeStruct((), jnp.float32) for _ in range(self.num_reset_uniforms))
-            template = jax.eval_shape(self.init_state, u, self.default_params)
+            draw = self.reset_draw_shapes()
+            template = jax.eval_shape(self.init_state, draw, self.default_params)
             self._state_shapes = {
                 jax.tree_util.keystr(path): leaf.shape
                 for path, leaf in jax.tree.leaves_with_path(template)

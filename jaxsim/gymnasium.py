@@ -157,7 +157,7 @@ class _VectorState:
 
 def _observe(env, carry: Carry, params, params_axes) -> jax.Array:
     step_params, step_axes = with_episode_params(params, params_axes, carry.episode_params)
-    return stack_obs(Lanes(vmapped=True).observe(env, carry.env_state, step_params, step_axes))
+    return stack_obs(env, Lanes(vmapped=True).observe(env, carry.env_state, step_params, step_axes))
 
 
 def _where_lanes(mask, a, b):
@@ -190,7 +190,7 @@ def _vector_step(env: Env, num_envs: int, same_step: bool, vstate: _VectorState,
         env, Lanes(vmapped=True), vstate.carry, action, params, params_axes, counter, vstate.draws,
         keys,
     )  # fmt: skip
-    next_obs = stack_obs(rec["next_obs"])  # before the auto-reset
+    next_obs = stack_obs(env, rec["next_obs"])  # before the auto-reset
     obs = _observe(env, carry, params, params_axes)  # after it
     reward, terminated, truncated = rec["reward"], rec["terminated"], rec["truncated"]
     if same_step:

@@ -38,6 +38,7 @@ def field(
     le=None,
     lt=None,
     power_of_two: bool = False,
+    choices: tuple = (),
     doc: str = "",
 ):
     """A declared field of a params or static-config dataclass.
@@ -49,9 +50,12 @@ def field(
         the environment's static config, e.g. `("num_particles",)`.
       ge, gt, le, lt: inclusive/exclusive bounds a value must respect.
       power_of_two: the value must be a power of two (static sizes a GPU kernel tiles).
+      choices: the values a string field of static config may take (e.g. a physics backend).
       doc: one line on what the field means, shown in error messages.
     """
     spec = dict(shape=tuple(shape), ge=ge, gt=gt, le=le, lt=lt, power_of_two=power_of_two, doc=doc)
+    if choices:
+        spec["choices"] = tuple(choices)
     return dataclasses.field(default=default, metadata={"pytree_node": True, _META: spec})
 
 
@@ -60,7 +64,7 @@ class Spec:
     """What a field declares: its kind, the shape of one environment's value, its range."""
 
     name: str
-    kind: type  # int, float or bool
+    kind: type  # int, float, bool, or str (static config with `choices`)
     default: Any
     shape: tuple[int | str, ...] = ()
     ge: Any = None
@@ -69,6 +73,7 @@ class Spec:
     lt: Any = None
     power_of_two: bool = False
     doc: str = ""
+    choices: tuple = ()
 
     def resolve_shape(self, config) -> tuple[int, ...]:
         """The declared shape with static-config names replaced by their values."""
@@ -76,6 +81,8 @@ class Spec:
 
     def describe(self) -> str:
         """The expected value in words, e.g. 'a float > 0' or 'an int in [1, 2**31)'."""
+        if self.kind is str:
+            return f"one of {list(self.choices)}"
         noun = {int: "an integer", float: "a float", bool: "a bool"}[self.kind]
         bounds = [f">= {self.ge}" if self.ge is not None else None]
         bounds += [f"> {self.gt}" if self.gt is not None else None]
@@ -123,6 +130,10 @@ class Spec:
         return self._check_scalar(where, expected, value)
 
     def _check_scalar(self, where, expected, value):
+        if self.kind is str:
+            if value not in self.choices:
+                raise ValueError(f"{where} must be {expected}, got {value!r}")
+            return value
         ok_type = {
             bool: isinstance(value, bool | np.bool_),
             int: isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_),
@@ -158,6 +169,10 @@ def specs(cls) -> tuple[Spec, ...]:
         if default is dataclasses.MISSING:
             raise TypeError(f"{cls.__name__}.{f.name}: every params/config field needs a default")
         kind = bool if isinstance(default, bool) else int if isinstance(default, int) else float
+        if isinstance(default, str):
+            if not meta.get("choices"):
+                raise TypeError(f"{cls.__name__}.{f.name}: a string field needs its choices")
+            kind = str
         out.append(Spec(f.name, kind, default, **meta))
     return tuple(out)
 

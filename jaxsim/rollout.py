@@ -218,7 +218,7 @@ def _scan_rollout(env, static, n, num_envs, outputs, checks, dynamic, key, param
         t, policy_input = xs
         step_params, step_axes = with_episode_params(params, params_axes, carry.episode_params)
         obs_columns = lanes.observe(env, carry.env_state, step_params, step_axes)
-        obs = stack_obs(obs_columns)
+        obs = stack_obs(env, obs_columns)
         with jax.named_scope("policy"):
             if open_loop:
                 out = policy_input
@@ -238,7 +238,7 @@ def _scan_rollout(env, static, n, num_envs, outputs, checks, dynamic, key, param
             )
         carry = carry.checked(env, t, obs_columns, action, extras, rec)
         values = dict(rec, obs=obs, action=action, extras=extras)
-        values["next_obs"] = stack_obs(rec["next_obs"])
+        values["next_obs"] = stack_obs(env, rec["next_obs"])
         return carry, {name: values[name] for name in fields}
 
     with jax.named_scope("rollout"):

@@ -107,7 +107,13 @@ class Box:
         return jnp.all((x >= self.low) & (x <= self.high))
 
     def __repr__(self):
-        return f"Box(low={self.low.tolist()}, high={self.high.tolist()}, shape={self.shape})"
+        def bound(x):
+            # Large boxes (image observations) print their range, not every element.
+            if x.size <= 16 or x.min() != x.max():
+                return x.tolist() if x.size <= 16 else f"[{x.min()}..{x.max()}]"
+            return float(x.min())
+
+        return f"Box(low={bound(self.low)}, high={bound(self.high)}, shape={self.shape})"
 
     def __eq__(self, other):
         return isinstance(other, Box) and (other.shape, other._low, other._high) == (

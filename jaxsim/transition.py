@@ -250,9 +250,18 @@ class Lanes:
 
 
 def _columns(obs_fields, state) -> tuple[jax.Array, ...]:
-    """Observation components as float32 arrays of the batch's shape (constants broadcast)."""
+    """Observation components as float32 arrays of the batch's shape (constants broadcast).
+
+    A component is one number per environment, or (`Env.array_obs`) a whole observation
+    [batch, *obs_shape], whose trailing axes are kept.
+    """
     shape = jnp.shape(state.time)
-    return tuple(jnp.broadcast_to(jnp.asarray(f, jnp.float32), shape) for f in obs_fields)
+
+    def column(f):
+        f = jnp.asarray(f, jnp.float32)
+        return jnp.broadcast_to(f, shape + f.shape[len(shape) :])
+
+    return tuple(column(f) for f in obs_fields)
 
 
 @struct.dataclass
@@ -267,6 +276,8 @@ class ResetDraws:
     index: jax.Array  # uint32[batch]: the environments' global indices
     reset_keys: tuple
     sampler: Any = None  # a params sampler (e.g. jaxsim.UniformParams), or None
+    # The environment's reset takes a PRNG key (`Env.reset_with_key`), not uniforms.
+    as_key: bool = struct.field(pytree_node=False, default=False)
 
     @classmethod
     def for_rollout(cls, env, key, num_envs: int, sampler=None) -> ResetDraws:
@@ -276,13 +287,22 @@ class ResetDraws:
 
     @classmethod
     def make(cls, env, seed, index, sampler=None) -> ResetDraws:
-        streams = range(rng.RESET_STREAM, rng.RESET_STREAM + env.num_reset_uniforms)
+        words = 2 if env.reset_with_key else env.num_reset_uniforms
+        streams = range(rng.RESET_STREAM, rng.RESET_STREAM + words)
         keys = tuple(rng.stream_key(seed, index, s) for s in streams)
-        return cls(seed, index, keys, sampler)
+        return cls(seed, index, keys, sampler, env.reset_with_key)
 
-    def uniforms(self, counter) -> tuple[jax.Array, ...]:
+    def reset_draw(self, counter):
+        """What `env.init_state` takes first: a tuple of float32 uniforms [batch] in [0, 1), or,
+        for an environment that resets from a key, raw PRNG keys uint32[batch, 2].
+
+        Either is a pure function of (seed, environment index, counter).
+        """
         counter = jnp.asarray(counter, jnp.uint32)
-        return tuple(rng.to_uniform(rng.bits_from_stream_key(k, counter)) for k in self.reset_keys)
+        bits = tuple(rng.bits_from_stream_key(k, counter) for k in self.reset_keys)
+        if self.as_key:
+            return jnp.stack(bits, axis=-1)
+        return tuple(rng.to_uniform(b) for b in bits)
 
     def episode_params(self, counter) -> dict[str, jax.Array] | None:
         if self.sampler is None:
@@ -339,7 +359,7 @@ class Carry:
     def to_state(self, env, lanes: Lanes, params, params_axes) -> RolloutState:
         """The public `RolloutState`, with the observation of the current state."""
         step_params, step_axes = with_episode_params(params, params_axes, self.episode_params)
-        obs = stack_obs(lanes.observe(env, self.env_state, step_params, step_axes))
+        obs = stack_obs(env, lanes.observe(env, self.env_state, step_params, step_axes))
         return RolloutState(
             self.env_state, obs, self.episode_return, self.episode_length, self.episode_params
         )
@@ -402,7 +422,7 @@ def batch_step(
     def reset(_):
         drawn = draws.episode_params(counter)
         reset_params, reset_axes = with_episode_params(params, params_axes, drawn)
-        fresh = lanes(env.init_state, reset_axes)(draws.uniforms(counter), reset_params)
+        fresh = lanes(env.init_state, reset_axes)(draws.reset_draw(counter), reset_params)
         return _select(done, fresh, next_state), _select(done, drawn, carry.episode_params)
 
     def keep(_):
@@ -436,7 +456,7 @@ def initial_carry(
     """Every environment reset at counter 0 (episode params drawn at counter 0 too)."""
     drawn = draws.episode_params(0)
     reset_params, reset_axes = with_episode_params(params, params_axes, drawn)
-    env_state = lanes(env.init_state, reset_axes)(draws.uniforms(0), reset_params)
+    env_state = lanes(env.init_state, reset_axes)(draws.reset_draw(0), reset_params)
     num_envs = draws.index.shape[0]
     zeros = jnp.zeros((num_envs,), jnp.float32)
     sums = EpisodeSums.zeros(num_envs) if with_sums else None
@@ -444,6 +464,13 @@ def initial_carry(
     return Carry(env_state, zeros, jnp.zeros((num_envs,), jnp.int32), drawn, sums, checks)
 
 
-def stack_obs(columns: Iterable[jax.Array]) -> jax.Array:
-    """float32 components [batch] -> obs[batch, obs_dim] (the scan backend's layout)."""
-    return jnp.stack(list(columns), axis=-1)
+def stack_obs(env, columns: Iterable[jax.Array]) -> jax.Array:
+    """Observation components -> obs[batch, *obs_shape] (the scan backend's layout).
+
+    float32 components [batch] are stacked into obs[batch, obs_dim]; an environment with
+    `array_obs` gives its whole observation as its one component.
+    """
+    columns = list(columns)
+    if env.array_obs:
+        return columns[0]
+    return jnp.stack(columns, axis=-1)

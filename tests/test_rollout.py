@@ -15,15 +15,18 @@ IDS = jaxsim.registered_ids()
 
 
 def _keys(key):
-    """The rollout's documented key schedule: (reset seed, policy key)."""
-    k_reset, k_policy, _ = jax.random.split(key, 3)
-    return rng.seed_from_key(k_reset), k_policy
+    """The rollout's documented key schedule: (reset seed, policy key, dynamics key)."""
+    k_reset, k_policy, k_step = jax.random.split(key, 3)
+    return rng.seed_from_key(k_reset), k_policy, k_step
 
 
-def _python_loop(env, policy, n, num_envs, key):
-    """The reference: env.step one environment at a time, auto-reset by hand, same randomness."""
+def python_loop(env, policy, n, num_envs, key):
+    """The reference: env.step one environment at a time, auto-reset by hand, same randomness.
+
+    Stochastic dynamics (gymnax adapters) get step t's keys split from the dynamics key.
+    """
     params = env.default_params
-    seed, k_policy = _keys(key)
+    seed, k_policy, k_step = _keys(key)
     step = jax.jit(env.step)
     reset_at = jax.jit(env.reset_at)
     states, obs = [], []
@@ -37,8 +40,9 @@ def _python_loop(env, policy, n, num_envs, key):
         out["obs"].append(np.stack(obs))
         out["action"].append(np.asarray(actions))
         row = {k: [] for k in ("reward", "terminated", "truncated", "next_obs")}
+        step_keys = jax.random.split(jax.random.fold_in(k_step, t), num_envs)
         for i in range(num_envs):
-            s, ts = step(KEY, states[i], actions[i], params)
+            s, ts = step(step_keys[i], states[i], actions[i], params)
             row["reward"].append(ts.reward)
             row["terminated"].append(ts.terminated)
             row["truncated"].append(ts.truncated)
@@ -58,7 +62,7 @@ def test_scan_equals_a_python_loop_over_env_step(env_id):
     env = jaxsim.make(env_id, max_episode_steps=9)  # short episodes: several resets
     policy = jaxsim.random_policy(env)
     n, num_envs = 23, 3
-    ref = _python_loop(env, policy, n, num_envs, KEY)
+    ref = python_loop(env, policy, n, num_envs, KEY)
     out = jaxsim.rollout(env, policy, n, num_envs=num_envs, key=KEY)
     for name, expected in ref.items():
         got = np.asarray(getattr(out, name))
@@ -80,7 +84,7 @@ def test_same_step_auto_reset_and_next_obs():
     # Without an episode end, the next observation is the next step's observation.
     np.testing.assert_array_equal(obs[1:][~done[:-1]], next_obs[:-1][~done[:-1]])
     # Where an episode ends, obs[t + 1] is the counter-based reset for (env, t + 1).
-    seed, _ = _keys(KEY)
+    seed, _, _ = _keys(KEY)
     for t, i in zip(*np.nonzero(done[:-1]), strict=True):
         _, reset_obs = env.reset_at(seed, jnp.uint32(i), jnp.uint32(t + 1), params)
         np.testing.assert_allclose(obs[t + 1, i], reset_obs, rtol=1e-6, atol=1e-7)

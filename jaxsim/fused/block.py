@@ -28,6 +28,8 @@ def env_unsupported_reason(env: Env) -> str | None:
     """Why `env` cannot run in the fused kernel, or None if it can."""
     params = env.default_params  # shapes and dtypes never depend on params values
     name = type(env).__name__
+    if env.fused_refusal is not None:
+        return env.fused_refusal
     if env.stochastic:
         return f"{name}'s dynamics draw random numbers from a key, which the kernel cannot pass"
     for method in ("step", "observe", "reset_at"):
@@ -39,8 +41,7 @@ def env_unsupported_reason(env: Env) -> str | None:
     space = env.action_space(params)
     if not isinstance(space, Discrete | Box):
         return f"its action space {space!r} is neither Discrete nor Box"
-    u = tuple(jax.ShapeDtypeStruct((), jnp.float32) for _ in range(env.num_reset_uniforms))
-    state = jax.eval_shape(env.init_state, u, params)
+    state = jax.eval_shape(env.init_state, env.reset_draw_shapes(), params)
     shapes = {tuple(leaf.shape) for leaf in jax.tree.leaves(state)}
     if shapes != {()}:
         return (

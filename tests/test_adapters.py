@@ -1,0 +1,225 @@
+"""gymnax and brax environments through jaxsim.make: parity with the library, rollout semantics."""
+
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from test_rollout import python_loop
+
+import jaxsim
+
+KEY = jax.random.key(7)
+GYMNAX_IDS = [
+    "CartPole-v1",
+    "Pendulum-v1",
+    "Breakout-MinAtar",
+    "SpaceInvaders-MinAtar",
+    "Catch-bsuite",
+]
+# Cheap to compile on the CPU; ant and humanoid compile for tens of seconds per function.
+BRAX_NAMES = ["inverted_pendulum", "inverted_double_pendulum"]
+
+
+def _gymnax():
+    return pytest.importorskip(
+        "gymnax", reason="gymnax not installed: pip install 'jaxsim-rl[gymnax]'"
+    )
+
+
+def _brax_envs():
+    pytest.importorskip("brax", reason="brax not installed: pip install 'jaxsim-rl[brax]'")
+    from brax import envs
+
+    return envs
+
+
+def _assert_close(a, b, err_msg=""):
+    """Ints and flags equal; floats within float32 rounding (XLA may fuse differently)."""
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        x, y = np.asarray(x), np.asarray(y)
+        if x.dtype.kind == "f":
+            np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6, err_msg=err_msg)
+        else:
+            np.testing.assert_array_equal(x, y, err_msg=err_msg)
+
+
+def _actions(space, key, n):
+    return jax.vmap(space.sample)(jax.random.split(key, n))
+
+
+# ------------------------------------------------------------------------------ gymnax parity
+@pytest.mark.parametrize("name", GYMNAX_IDS)
+def test_gymnax_transition_equals_gymnax_step_env(name):
+    gymnax = _gymnax()
+    genv, gparams = gymnax.make(name)
+    env = jaxsim.make(f"gymnax/{name}")
+    params = env.default_params
+    step, gstep = jax.jit(env.step), jax.jit(genv.step_env)
+    key_data = jnp.array([3, 4], jnp.uint32)
+    state = env.init_state(key_data, params)
+    gobs, gstate = genv.reset_env(key_data, gparams)  # the same key, the same reset
+    np.testing.assert_array_equal(state.obs, np.asarray(gobs, np.float32))
+    _assert_close(state.inner, gstate)
+    actions = _actions(env.action_space(params), KEY, 40)
+    for t, key in enumerate(jax.random.split(jax.random.key(1), 40)):
+        state, ts = step(key, state, actions[t], params)
+        gobs, gstate, greward, gterminated, _ = gstep(key, gstate, actions[t], gparams)
+        np.testing.assert_array_equal(ts.obs, np.asarray(gobs, np.float32), err_msg=f"t={t}")
+        assert ts.obs.dtype == jnp.float32 and ts.reward.dtype == jnp.float32
+        np.testing.assert_array_equal(ts.reward, np.float32(greward))
+        assert bool(ts.terminated) == bool(gterminated)
+        assert bool(ts.truncated) == bool(genv.is_truncated(gstate, gparams))
+        if ts.terminated or ts.truncated:
+            break
+        _assert_close(state.inner, gstate)
+
+
+def test_gymnax_terminated_and_truncated_stay_apart():
+    _gymnax()
+    # Catch ends every episode by termination after 9 steps; a limit of 5 truncates first.
+    env = jaxsim.make("gymnax/Catch-bsuite", max_episode_steps=5)
+    out = jaxsim.rollout(env, "random", 30, num_envs=4, key=KEY)
+    assert out.truncated.any() and not out.terminated.any()
+    np.testing.assert_array_equal(
+        np.nonzero(np.asarray(out.truncated[:, 0]))[0], [4, 9, 14, 19, 24, 29]
+    )
+    long = jaxsim.make("gymnax/Catch-bsuite")
+    out = jaxsim.rollout(long, "random", 30, num_envs=4, key=KEY)
+    assert out.terminated.any() and not out.truncated.any()
+    assert set(np.asarray(out.reward)[np.asarray(out.terminated)]) <= {-1.0, 1.0}
+
+
+def test_gymnax_params_are_declared_and_vary_per_environment():
+    _gymnax()
+    env = jaxsim.make("gymnax/CartPole-v1", gravity=9.0, max_episode_steps=50)
+    assert env.default_params.gravity == 9.0 and env.default_params.max_episode_steps == 50
+    with pytest.raises(ValueError, match="max_episode_steps"):
+        jaxsim.make("gymnax/CartPole-v1", max_episode_steps=0)
+    with pytest.raises(TypeError, match="gravity"):
+        jaxsim.make("gymnax/CartPole-v1", gravity="high")
+    # Per-environment gravity: environment 1 falls faster than environment 0 from one state.
+    params = env.default_params.replace(gravity=jnp.array([1.0, 30.0]))
+    policy = jaxsim.OpenLoopPolicy(jnp.zeros((20, 2), jnp.int32))
+    shared = jaxsim.initial_state(env, KEY, 1)
+    state = jax.tree.map(lambda x: jnp.concatenate([x, x]), shared)
+    out = jaxsim.rollout(env, policy, 20, num_envs=2, key=KEY, params=params, state=state)
+    theta = np.abs(np.asarray(out.next_obs[5, :, 2]))
+    assert theta[1] > theta[0]
+    dr = jaxsim.uniform_params(env, gravity=(5.0, 15.0))
+    out = jaxsim.rollout(env, "random", 20, num_envs=3, key=KEY, params_sampler=dr)
+    assert np.unique(np.asarray(out.final_state.episode_params["gravity"])).size == 3
+
+
+# ------------------------------------------------------------------------------ brax parity
+@pytest.mark.parametrize("name", BRAX_NAMES)
+def test_brax_transition_equals_brax_step(name):
+    envs = _brax_envs()
+    benv = envs.get_environment(name)
+    env = jaxsim.make(f"brax/{name}")
+    params = env.default_params
+    key_data = jnp.array([5, 6], jnp.uint32)
+    state = env.init_state(key_data, params)
+    bstate = jax.jit(benv.reset)(key_data)
+    _assert_close(state.inner, bstate)
+    step, bstep = jax.jit(env.step), jax.jit(benv.step)
+    actions = _actions(env.action_space(params), KEY, 30)
+    for t in range(30):
+        state, ts = step(KEY, state, actions[t], params)
+        bstate = bstep(bstate, actions[t])
+        _assert_close((ts.obs, ts.reward), (bstate.obs, bstate.reward), err_msg=f"t={t}")
+        assert bool(ts.terminated) == bool(bstate.done)
+        assert not ts.truncated
+        if ts.terminated:
+            break
+    assert t > 0
+
+
+def test_brax_config_is_static_and_validated():
+    _brax_envs()
+    env = jaxsim.make("brax/inverted_pendulum", max_episode_steps=7)
+    assert env.config.backend == "generalized"
+    assert env == jaxsim.make("brax/inverted_pendulum", max_episode_steps=7)
+    assert env != jaxsim.make("brax/inverted_pendulum", backend="positional", max_episode_steps=7)
+    with pytest.raises(ValueError, match="backend must be one of"):
+        jaxsim.make("brax/inverted_pendulum", backend="warp")
+    with pytest.raises(TypeError, match="unknown argument"):
+        jaxsim.make("brax/inverted_pendulum", gravity=1.0)
+    with pytest.raises(ValueError, match="unknown brax name"):
+        jaxsim.make("brax/antt")
+    space = env.action_space(env.default_params)
+    np.testing.assert_array_equal(space.low, [-3.0])  # the actuator's control range
+
+
+# ------------------------------------------------------------------------ rollout semantics
+def _adapter_ids():
+    ids = []
+    try:
+        import gymnax  # noqa: F401
+
+        ids += ["gymnax/Breakout-MinAtar", "gymnax/Pendulum-v1"]
+    except ImportError:
+        pass
+    try:
+        import brax  # noqa: F401
+
+        ids += ["brax/inverted_pendulum"]
+    except ImportError:
+        pass
+    return ids or [pytest.param("none", marks=pytest.mark.skip(reason="neither gymnax nor brax"))]
+
+
+@pytest.mark.parametrize("env_id", _adapter_ids())
+def test_adapter_rollout_equals_a_python_loop_and_continues(env_id):
+    env = jaxsim.make(env_id, max_episode_steps=6)  # short episodes: resets by time limit
+    policy = jaxsim.random_policy(env)
+    n, num_envs = 14, 2
+    ref = python_loop(env, policy, n, num_envs, KEY)
+    out = jaxsim.rollout(env, policy, n, num_envs=num_envs, key=KEY)
+    for name, expected in ref.items():
+        np.testing.assert_allclose(np.asarray(getattr(out, name)), expected, rtol=1e-5, atol=1e-6)
+    assert out.done.any()
+    # Same key, same trajectory; two chained halves equal one run of the total length.
+    again = jaxsim.rollout(env, policy, n, num_envs=num_envs, key=KEY)
+    np.testing.assert_array_equal(np.asarray(again.obs), np.asarray(out.obs))
+    first = jaxsim.rollout(env, "random", 7, num_envs=num_envs, key=KEY)
+    second = jaxsim.rollout(env, "random", 7, num_envs=num_envs, key=KEY, state=first.final_state)
+    assert second.obs.shape == (7, num_envs, *env.observation_space(env.default_params).shape)
+    np.testing.assert_array_equal(np.asarray(second.obs[0]), np.asarray(first.final_state.obs))
+
+
+@pytest.mark.parametrize("env_id", _adapter_ids())
+def test_the_fused_backend_refuses_adapters(env_id):
+    env = jaxsim.make(env_id)
+    with pytest.raises(ValueError, match="wraps another library's step function"):
+        jaxsim.rollout(env, "random", 4, num_envs=2, backend="fused")
+
+
+# ----------------------------------------------------------------------------- lazy imports
+def _run(code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_importing_jaxsim_imports_neither_library():
+    pytest.importorskip("gymnasium")
+    stdout = _run(
+        "import sys, jaxsim, jaxsim.gymnasium\n"
+        "assert 'gymnax' not in sys.modules and 'brax' not in sys.modules\n"
+        "try:\n    jaxsim.make('nope/x')\nexcept ValueError as e:\n    print(e)\n"
+    )
+    assert "gymnax/<name>" in stdout and "brax/<name>" in stdout
+
+
+@pytest.mark.parametrize("env_id", ["gymnax/Catch-bsuite", "brax/ant"])
+def test_a_missing_library_names_the_extra(env_id):
+    library = env_id.split("/")[0]
+    stdout = _run(
+        f"import sys; sys.modules[{library!r}] = None  # as if not installed\n"
+        "import jaxsim\n"
+        f"try:\n    jaxsim.make({env_id!r})\nexcept ImportError as e:\n    print(e)\n"
+    )
+    assert f'pip install "jaxsim-rl[{library}]"' in stdout
