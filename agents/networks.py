@@ -45,10 +45,10 @@ def make_actor_critic(
     """
     env_params = env.default_params if env_params is None else env_params
     obs_space = env.observation_space(env_params)
-    if not isinstance(obs_space, jaxsim.Box) or len(obs_space.shape) != 1:
+    if not isinstance(obs_space, jaxsim.Box):
         raise ValueError(
-            f"PPO: {env.id} has observation space {obs_space}; the MLP actor-critic needs a "
-            "Box of rank 1 (a flat vector)"
+            f"PPO: {env.id} has observation space {obs_space}; the MLP actor-critic needs a Box "
+            "(of any shape: it is flattened)"
         )
     space = env.action_space(env_params)
     if isinstance(space, jaxsim.Discrete):
@@ -60,7 +60,7 @@ def make_actor_critic(
             f"PPO: {env.id} has action space {space}; the actor-critic serves Discrete spaces "
             "and Box spaces of rank 1"
         )
-    obs_dim, hidden = obs_space.shape[0], tuple(hidden)
+    obs_dim, hidden = math.prod(obs_space.shape), tuple(hidden)
     hidden_gains = (HIDDEN_GAIN,) * len(hidden)
 
     def init(key: jax.Array) -> dict[str, Any]:
@@ -80,8 +80,9 @@ def _fold_normalizer(layers: Layers, stats: RunningStats) -> Layers:
     # W @ ((x - mean) / std) + b == (W / std) @ x + (b - (mean / std) @ W): the rollout sees raw
     # observations and still runs a plain MLPPolicy (which a fused kernel can evaluate).
     (w, b), *rest = layers
-    std = standard_deviation(stats)
-    return ((w / std[:, None], b - (stats.mean / std) @ w), *rest)
+    std = standard_deviation(stats).reshape(-1)  # observations of any shape enter flattened
+    mean = stats.mean.reshape(-1)
+    return ((w / std[:, None], b - (mean / std) @ w), *rest)
 
 
 def to_policy(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import jax
 import jax.numpy as jnp
@@ -156,6 +157,16 @@ def _sample_categorical(logits, logp_all, u):
     return jnp.minimum(count, last)
 
 
+def flat_obs(obs: jax.Array, batch_ndim: int) -> jax.Array:
+    """obs[*batch, *obs_shape] -> obs[*batch, obs_dim], the MLP's input (vectors unchanged).
+
+    Image-like observations (MinAtar's [10, 10, 4]) enter an MLP flattened.
+    """
+    if obs.ndim == batch_ndim + 1:
+        return obs
+    return obs.reshape(*obs.shape[:batch_ndim], -1)
+
+
 @struct.dataclass
 class MLPPolicy:
     """A small actor(-critic) MLP whose sampling uses counter-based randomness.
@@ -185,7 +196,8 @@ class MLPPolicy:
         return self.act_from_seed(rng.seed_from_key(key), index, obs)
 
     def act_from_seed(self, seed, index, obs):
-        """obs[B, obs_dim], index[B] -> (action[B, ...], extras of [B])."""
+        """obs[B, *obs_shape], index[B] -> (action[B, ...], extras of [B])."""
+        obs = flat_obs(obs, 1)
         out = mlp_apply(self.actor, obs)
         if self.discrete:
             logp_all = jax.nn.log_softmax(out)
@@ -211,7 +223,11 @@ class MLPPolicy:
         return action, extras
 
     def evaluate(self, obs, action):
-        """(log_prob[B], entropy[B], value[B] or None) of given actions: what losses need."""
+        """(log_prob[B], entropy[B], value[B] or None) of given actions: what losses need.
+
+        `obs[*B, *obs_shape]` and `action[*B, ...]` may have any number of batch axes B.
+        """
+        obs = flat_obs(obs, action.ndim if self.discrete else action.ndim - 1)
         out = mlp_apply(self.actor, obs)
         if self.discrete:
             logp_all = jax.nn.log_softmax(out)
@@ -263,7 +279,7 @@ def init_mlp_policy(
 ) -> MLPPolicy:
     """An MLPPolicy for `env`, orthogonal init (gains: sqrt 2 hidden, 0.01 actor, 1 critic)."""
     params = env.default_params if params is None else params
-    obs_dim = env.observation_space(params).shape[0]
+    obs_dim = math.prod(env.observation_space(params).shape)
     space = env.action_space(params)
     out_dim = space.n if isinstance(space, Discrete) else space.size
 

@@ -223,3 +223,37 @@ def test_a_missing_library_names_the_extra(env_id):
         f"try:\n    jaxsim.make({env_id!r})\nexcept ImportError as e:\n    print(e)\n"
     )
     assert f'pip install "jaxsim-rl[{library}]"' in stdout
+
+
+# ------------------------------------------------------------------------------ PPO learns them
+def _ppo_final_return(env, total_steps, learning_rate):
+    from agents import PPOConfig, make_train
+
+    config = PPOConfig(
+        total_steps=total_steps,
+        num_envs=64,
+        num_steps=64,
+        num_minibatches=8,
+        learning_rate=learning_rate,
+        log_every=10**6,
+    )
+    _, metrics = jax.jit(make_train(config, env))(jax.random.key(0))
+    return float(metrics.mean_return[-1])
+
+
+@pytest.mark.slow
+def test_ppo_learns_a_minatar_game_from_image_observations():
+    _gymnax()
+    env = jaxsim.make("gymnax/Breakout-MinAtar")  # observations [10, 10, 4], flattened
+    random = jaxsim.rollout(env, "random", 500, num_envs=64, key=KEY).episode_stats()
+    trained = _ppo_final_return(env, 60_000, 5e-4)
+    assert trained > 2 * float(random.mean_return), (trained, float(random.mean_return))
+
+
+@pytest.mark.slow
+def test_ppo_learns_brax_inverted_pendulum():
+    _brax_envs()
+    env = jaxsim.make("brax/inverted_pendulum")
+    random = jaxsim.rollout(env, "random", 200, num_envs=64, key=KEY).episode_stats()
+    trained = _ppo_final_return(env, 60_000, 3e-4)
+    assert trained > 2 * float(random.mean_return), (trained, float(random.mean_return))
