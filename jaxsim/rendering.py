@@ -238,6 +238,12 @@ def render_frame(env, state, params=None) -> np.ndarray:
     return draw(_scalars(state), _scalars(params))
 
 
+def states_from_obs(env, obs):
+    """The states that observations `obs` [..., obs_dim] show, as `env.state_type` with leaves
+    [...] (the step count is 0: an observation does not hold it). For drawing a `Trajectory`."""
+    return _lookup(STATE_FROM_OBS, env, "state from observations")(_host(obs, "obs"))
+
+
 def _frames_states(env, trajectory_or_states, env_index: int) -> list:
     """The sequence of one environment's states to draw, from what `render_gif` accepts."""
     from jaxsim.transition import Trajectory
@@ -246,8 +252,7 @@ def _frames_states(env, trajectory_or_states, env_index: int) -> list:
     if isinstance(x, Trajectory):
         if x.obs is None:
             raise ValueError("render_gif: the Trajectory kept no obs (rollout(outputs=...))")
-        obs = _host(x.obs, "trajectory.obs")  # [n, num_envs, obs_dim]
-        x = _lookup(STATE_FROM_OBS, env, "state from observations")(obs)
+        x = states_from_obs(env, x.obs)  # leaves [n, num_envs]
     if isinstance(x, Sequence) and not isinstance(x, env.state_type):
         return list(x)
     if not isinstance(x, env.state_type):
