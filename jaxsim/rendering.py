@@ -235,6 +235,13 @@ def render_frame(env, state, params=None) -> np.ndarray:
     state, params = _host(state, "state"), _host(params, "params")
     env.check_state(state)
     env.check_params(params)
+    for name, shape in env.param_shapes().items():
+        if np.shape(getattr(params, name)) != shape:
+            raise ValueError(
+                f"{env.id}: params.{name} has shape {np.shape(getattr(params, name))}, but one "
+                f"environment's is {shape}; pick one environment's params (render_gif's "
+                "env_index does)"
+            )
     return draw(_scalars(state), _scalars(params))
 
 

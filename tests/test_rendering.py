@@ -61,6 +61,14 @@ def test_render_rejects_a_batch_and_says_so():
     )
     with pytest.raises(ValueError, match="one environment"):
         env.render(states)
+    params = env.default_params.replace(length=jnp.array([0.5, 1.0, 1.5]))
+    state = jax.tree.map(lambda x: x[0], states)
+    with pytest.raises(ValueError, match=r"params.length has shape \(3,\)"):
+        env.render(state, params)
+    # render_gif takes per-environment params and draws the chosen environment's.
+    long = env.render(state, env.default_params.replace(length=1.5))
+    short = env.render(state)
+    assert (long != short).any()
 
 
 def test_without_pillow_the_error_names_the_extra(monkeypatch):
@@ -139,3 +147,18 @@ def test_frames_match_gymnasium_rgb_array(env_id):
     assert theirs.shape == ours.shape
     differs = (np.abs(theirs.astype(int) - ours.astype(int)) > 64).any(axis=-1)
     assert differs.mean() < 0.01, differs.mean()  # edges only: anti-aliasing, rounding
+
+
+def test_gif_draws_the_chosen_environments_params(tmp_path):
+    env = jaxsim.make("CartPole-v1")
+    keys = jax.random.split(jax.random.key(0), 3)
+    states, _ = jax.vmap(env.reset, (0, None))(keys, env.default_params)
+    params = env.default_params.replace(length=jnp.array([0.5, 1.0, 1.5]))
+    steps = jax.tree.map(lambda x: x[None], states)  # [T=1, num_envs=3]
+    path = jaxsim.render_gif(env, steps, tmp_path / "p.gif", env_index=2, params=params)
+    with Image.open(path) as gif:
+        frame = np.asarray(gif.convert("RGB")).astype(int)
+    one = jax.tree.map(lambda x: x[2], states)
+    right = env.render(one, env.default_params.replace(length=1.5))
+    wrong = env.render(one, env.default_params)
+    assert np.abs(frame - right).mean() < np.abs(frame - wrong).mean() / 4
