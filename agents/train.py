@@ -5,7 +5,7 @@ Every `PPOConfig` field is a flag (`--total-steps`, `--num-envs`, `--no-anneal-l
 at once as `jit(vmap(run))`, in chunks of `--checkpoint-every` updates with a checkpoint after
 each; `--resume` continues from the last one and ends with exactly the parameters an
 uninterrupted run reaches. Writes to `--out`: checkpoint.msgpack, config.json, metrics.csv,
-metrics.jsonl, curve.png and eval.json.
+metrics.jsonl, curve.png, eval.json and episode.gif (watch it again: `python -m agents.play`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import jax
 import numpy as np
 
 import jaxsim
-from agents import logs
+from agents import logs, play
 from agents.checkpoint import load_checkpoint, save_checkpoint, sync_sidecar
 from agents.config import field_help
 from agents.ppo import PPO, PPOConfig
@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--resume", action="store_true", help="continue from <out>/checkpoint.msgpack"
     )
-    parser.add_argument("--no-plot", action="store_true", help="skip curve.png")
+    parser.add_argument("--no-plot", action="store_true", help="skip curve.png and episode.gif")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.add_argument(
         "--profile",
@@ -165,11 +165,10 @@ def main(argv: list[str] | None = None) -> dict:
         done += n
         # Metrics first: rows past the checkpoint that a crash leaves behind are dropped on resume.
         logs.write_metrics(out, progress.rows)
-        extra = {"wall_time": progress.wall_time(), "command": _command(argv)}
+        extra = {"wall_time": progress.wall_time(), "command": _command(argv), "seed": args.seed}
         save_checkpoint(ckpt_path, runner, config, env, args.seeds, extra)
 
-    eval_keys = jax.random.split(jax.random.fold_in(key, 1), args.seeds)
-    returns = np.asarray(jax.jit(jax.vmap(agent.evaluate))(runner, eval_keys))
+    returns = play.evaluate(agent, runner, args.seed, args.seeds)
     per_seed = returns.mean(axis=1)
     evaluation = {
         "env": args.env,
@@ -186,6 +185,11 @@ def main(argv: list[str] | None = None) -> dict:
     if not args.no_plot and progress.rows:
         title = f"PPO on {args.env}, {args.seeds} seed(s)"
         curve = logs.plot_curve(progress.rows, os.path.join(out, "curve.png"), title)
+    gif = None
+    if not args.no_plot:  # `python -m agents.play OUT` plays it again
+        gif = play.try_film_episode(
+            agent, runner, args.seed, args.seeds, os.path.join(out, "episode.gif")
+        )
     print(
         f"[{args.algorithm} {args.env}] evaluation (deterministic, {config.eval_envs} episodes "
         f"per seed): {per_seed.mean():.1f} ± {per_seed.std():.1f} over {args.seeds} seed(s); "
@@ -203,6 +207,7 @@ def main(argv: list[str] | None = None) -> dict:
         "out": out,
         "checkpoint": ckpt_path,
         "curve": curve,
+        "gif": gif,
         "eval": evaluation,
         "profile": profile_report,
     }

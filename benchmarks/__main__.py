@@ -1,12 +1,18 @@
-"""One front door to the benchmarks: `python -m benchmarks run --quick`, then `... report`.
+"""One front door to the benchmarks: `python -m benchmarks run --quick` measures, `report
+--publish` publishes.
 
 Usage:
   python -m benchmarks run --quick                 # every suite, a few minutes on 2 CPU cores
   python -m benchmarks run --full                  # the recorded run (an hour or more on 2 cores)
   python -m benchmarks run --suite throughput --suite fusion --baselines gymnax,torch
   python -m benchmarks run --smoke --out /tmp/b    # tiny sizes: checks the pipeline, not a result
-  python -m benchmarks report                      # RESULTS.md, plots and README from the records
+  python -m benchmarks report --publish --results runs/bench/RUN  # refresh the committed figures
   python -m benchmarks list                        # suites and baselines, and which are installed
+
+Measuring is not publishing: a run writes its records, RESULTS.md and plots into
+runs/bench/<run id>/ (ignored by git; or --out), prints the summary table and the report's path,
+and changes no tracked file. Only `report --publish` copies records into benchmarks/results/ and
+rewrites benchmarks/RESULTS.md and the README's results section.
 
 Each suite runs as its own process (`python -m benchmarks.<module> ...`, sizes chosen per mode)
 and writes its JSON record, with provenance, atomically into the output directory; a suite whose
@@ -34,7 +40,7 @@ from typing import Any
 
 from benchmarks.arguments import split_list, unknown_names
 from benchmarks.formatting import format_duration
-from benchmarks.paths import MANIFEST, REPO_ROOT, RESULTS_DIR
+from benchmarks.paths import MANIFEST, REPO_ROOT, RUNS_DIR
 from benchmarks.suites import (  # noqa: F401 (Plan, MODES and Suite: for callers and tests)
     BASELINES,
     MODES,
@@ -42,6 +48,7 @@ from benchmarks.suites import (  # noqa: F401 (Plan, MODES and Suite: for caller
     TIMEOUT_S,
     Plan,
     Suite,
+    install_hint,
     suite_available,
 )
 
@@ -271,11 +278,11 @@ def run(args) -> int:
         raise UsageError("no suite selected")
     baselines = parse_names(args.baselines, list(BASELINES), "baseline(s)")
     mode = args.mode
-    out_dir = check_writable(args.out)
+    run_id = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ") + f"-{os.getpid()}"
+    out_dir = check_writable(args.out or RUNS_DIR / run_id)
     timeout_s = args.timeout_s or TIMEOUT_S[mode]
 
     started = time.perf_counter()
-    run_id = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ") + f"-{os.getpid()}"
     print(
         f"benchmarks run {run_id}: mode {mode}, suites {', '.join(suites)}; "
         f"baselines {', '.join(baselines) or 'none'}; records -> {out_dir}",
@@ -341,25 +348,28 @@ def run(args) -> int:
         print(f"  {e['suite']:<11} {e['status']:<8} {e.get('record') or e.get('reason') or ''}")
     if status == "interrupted":
         return 130
-    default_dir = out_dir == RESULTS_DIR.resolve()
     if args.report:
-        write_report(out_dir, default_dir)
-    else:
-        results = "" if default_dir else f" --results {shlex.quote(str(out_dir))}"
-        print(f"\nnext: python -m benchmarks report{results}")
+        write_report(out_dir, mode)
     return 1 if status == "failed" else 0
 
 
-def write_report(out_dir: Path, default_dir: bool) -> None:
-    """The report of `out_dir`'s records: benchmarks/RESULTS.md and the README's section for
-    the default directory, else DIR/RESULTS.md only."""
-    from benchmarks import results_report
+def write_report(out_dir: Path, mode: str) -> None:
+    """DIR/RESULTS.md and its plots from `out_dir`'s records; prints the summary table, the
+    report's path and how to publish. Never touches a tracked file."""
+    from benchmarks.results_report.cli import write_report as write
 
     print()
-    argv = ["--results", str(out_dir)]
-    if not default_dir:
-        argv += ["--out", str(out_dir / "RESULTS.md"), "--no-readme"]
-    results_report.main(argv)
+    report = write([out_dir], out_dir / "RESULTS.md", None, True, None, out_dir)
+    print(f"\n{report.summary}\n\nreport: {out_dir / 'RESULTS.md'}")
+    shown = shlex.quote(os.path.relpath(out_dir)) if _inside(out_dir, Path.cwd()) else out_dir
+    if mode == "smoke":
+        print("(smoke figures check the pipeline; they are not results and cannot be published)")
+    else:
+        print(f"to publish these figures: python -m benchmarks report --publish --results {shown}")
+
+
+def _inside(path: Path, parent: Path) -> bool:
+    return path == parent or parent.resolve() in path.resolve().parents
 
 
 def list_things() -> int:
@@ -374,7 +384,7 @@ def list_things() -> int:
         try:
             where = f"{dist} {importlib.metadata.version(dist)}"
         except importlib.metadata.PackageNotFoundError:
-            where = f"{dist} not installed: reported as skipped"
+            where = f"{dist} not installed: reported as skipped; {install_hint(dist)}"
         print(f"  {name:<16} {what} ({suite}); {where}")
     return 0
 
@@ -384,7 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m benchmarks",
         description=__doc__.split("\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="\n".join(__doc__.split("\n")[2:9]),
+        epilog="\n".join(__doc__.split("\n")[3:15]),
     )
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run benchmark suites and record their results")
@@ -409,15 +419,24 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="A,B",
         help=f"baselines to measure: {', '.join(BASELINES)}, 'all' (default) or 'none'",
     )
-    r.add_argument("--out", type=Path, default=RESULTS_DIR, help="record directory")
+    r.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="record directory (default runs/bench/<run id>/, ignored by git)",
+    )
     r.add_argument("--timeout-s", type=float, default=None, help="per suite (default by mode)")
     r.add_argument("--quiet", action="store_true", help="only a line per suite")
     r.add_argument(
-        "--report",
-        action="store_true",
-        help="then write the report from the records (as `python -m benchmarks report`)",
+        "--no-report",
+        dest="report",
+        action="store_false",
+        help="records only: no RESULTS.md, plots or summary table in the record directory",
     )
-    rep = sub.add_parser("report", help="write RESULTS.md, plots and README from the records")
+    rep = sub.add_parser(
+        "report",
+        help="a run's RESULTS.md and plots; --publish: the committed records, RESULTS.md, README",
+    )
     from benchmarks import results_report
 
     results_report.add_arguments(rep)

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxsim
+from benchmarks.suites import install_hint
 
 # jaxsim's physical state fields per environment, in the order Gymnasium keeps its `state`.
 STATE_FIELDS = {
@@ -48,11 +49,12 @@ class Skipped(Exception):
 
 
 def require(module: str):
-    """Imports `module`, or raises Skipped naming it."""
+    """Imports `module`, or raises Skipped naming it and the command that installs it."""
     try:
         return importlib.import_module(module)
     except ImportError as e:
-        raise Skipped(f"{module} is not importable: {e}") from None
+        hint = install_hint(module)
+        raise Skipped(f"{module} is not importable: {e}" + (f"; {hint}" if hint else "")) from None
 
 
 # ------------------------------------------------------------------------ reference transitions

@@ -23,7 +23,7 @@ grouped into simulation, policy inference, learning, other device work, host/Pyt
 
 Off-policy agents (DQN, SAC) are not in agents/ yet, so the on-policy versus off-policy
 comparison is not measured; `--agent NAME` profiles `agents.NAME.make_train` once it exists.
-Results go to benchmarks/results/breakdown_<machine>.json (with provenance) and a PNG beside it.
+Results go to runs/bench/breakdown_<machine>.json (with provenance) and a PNG beside it.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from benchmarks.breakdown_cases import (
     rollout_case,
 )
 from benchmarks.formatting import format_table
-from benchmarks.paths import RESULTS_DIR
+from benchmarks.paths import RUNS_DIR
 from jaxsim.profiler import COMPILE, DISPATCH, IDLE, PYTHON, UNSCOPED, plot_stacked
 
 # Host and idle categories in greys, so that the device's work stands out.
@@ -202,7 +202,7 @@ def main(argv=None) -> int:
         builders[name] = functools.partial(off_policy_case, args, name)
         names.append(name)
     tag = machine_tag() + ("_quick" if args.quick else "")
-    out = args.out or RESULTS_DIR / f"breakdown_{tag}.json"
+    out = args.out or RUNS_DIR / f"breakdown_{tag}.json"
     partial = out.with_name(out.stem + ".partial.jsonl")
     partial.unlink(missing_ok=True)
 

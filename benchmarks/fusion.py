@@ -49,7 +49,7 @@ from benchmarks._common import (
 )
 from benchmarks.arguments import int_list, name_list
 from benchmarks.formatting import format_rate, format_table
-from benchmarks.paths import RESULTS_DIR
+from benchmarks.paths import RUNS_DIR
 from jaxsim import FusedConfig, OpenLoopPolicy
 from jaxsim.fused.block import pad_mlp
 from jaxsim.transition import STEP_OUTPUTS
@@ -366,7 +366,7 @@ def parse_args(argv=None) -> tuple[Config, Path, bool]:
         budget_s=a.budget_s,
     )
     FusedConfig(block_envs=cfg.block_envs)  # reject a bad block size before running anything
-    out = a.out or RESULTS_DIR / f"fusion_{machine_tag()}{'_quick' if a.quick else ''}.json"
+    out = a.out or RUNS_DIR / f"fusion_{machine_tag()}{'_quick' if a.quick else ''}.json"
     return cfg, out, a.check_only
 
 

@@ -18,7 +18,8 @@
 #   ppo.json          `benchmarks.ppo --gpu-sps`: PPO training env-steps/s, CartPole, 4096 envs,
 #                     scan vs fused rollout phase
 #   *.log             the console output of each phase
-# Suggested OUT_DIR: benchmarks/results/gpu_<device>/ so `python -m benchmarks report` finds it.
+# Suggested OUT_DIR: runs/gpu_<device>/; `python -m benchmarks report --publish --results
+# runs/gpu_<device>` publishes it as benchmarks/results/gpu_<device>/, where the report finds it.
 # Exit status: 0 if every phase passed, 1 otherwise (the JSON files say which).
 set -uo pipefail
 
@@ -87,7 +88,7 @@ timeout 150 "$py" -m benchmarks.fusion --quick --budget-s 90 --out "$out/fusion.
 
 # 3. Rollout throughput of every environment on the GPU (jaxsim only: no CPU baselines there).
 timeout 90 "$py" -m benchmarks run --quick --suite throughput --baselines none \
-    --timeout-s 80 --out "$out/throughput" 2>&1 | tee "$out/throughput.log"
+    --timeout-s 80 --no-report --out "$out/throughput" 2>&1 | tee "$out/throughput.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 # 4. PPO training throughput with 4096 environments, scan vs fused rollout phase.

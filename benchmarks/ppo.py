@@ -43,7 +43,7 @@ from benchmarks._common import (
 )
 from benchmarks.arguments import split_list
 from benchmarks.formatting import format_seconds, format_table
-from benchmarks.paths import RESULTS_DIR
+from benchmarks.paths import RUNS_DIR
 from benchmarks.ppo_sb3 import SB3_CARTPOLE, TARGETS, first_reach, sb3_baseline
 
 
@@ -234,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overhead", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--gpu-sps", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--quick", action="store_true", help="tiny budgets; not a result")
-    p.add_argument("--out", default=None, help="result JSON (default benchmarks/results/...)")
+    p.add_argument("--out", default=None, help="result JSON (default runs/bench/...)")
     return p
 
 
@@ -248,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         args.total_steps, args.seeds, args.sb3_seeds = args.total_steps or 4096, 1, 1
         args.sb3_max_steps, args.sb3_eval_every, args.sb3_eval_episodes = 2048, 1024, 2
     tag = machine_tag() + ("_quick" if args.quick else "")
-    out = Path(args.out or RESULTS_DIR / f"ppo_{tag}.json")
+    out = Path(args.out or RUNS_DIR / f"ppo_{tag}.json")
     partial = out.with_suffix(".partial.jsonl")
     result: dict[str, Any] = {
         "benchmark": "ppo",

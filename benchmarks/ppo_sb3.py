@@ -10,6 +10,8 @@ import os
 import statistics
 import time
 
+from benchmarks.suites import install_hint
+
 TARGETS = {"CartPole-v1": 475.0, "Pendulum-v1": -200.0}
 # rl-baselines3-zoo's hyperparams/ppo.yml, CartPole-v1 (lin_x: linear decay from x to 0).
 SB3_CARTPOLE = dict(
@@ -112,7 +114,8 @@ def sb3_baseline(seeds: int, max_steps: int, eval_every: int, episodes: int, thr
         import stable_baselines3
         import torch
     except ImportError as e:
-        return {"skipped": f"stable-baselines3 or torch is not installed ({e})"}
+        hint = install_hint("stable_baselines3")
+        return {"skipped": f"stable-baselines3 or torch is not installed ({e}); {hint}"}
     runs = [
         learn_sb3(s, TARGETS["CartPole-v1"], max_steps, eval_every, episodes, threads)
         for s in range(seeds)

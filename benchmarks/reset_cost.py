@@ -39,7 +39,7 @@ from benchmarks._common import (
     write_json_atomic,
 )
 from benchmarks.formatting import format_rate, format_table
-from benchmarks.paths import RESULTS_DIR
+from benchmarks.paths import RUNS_DIR
 from jaxsim.params import field
 
 CLASSIC = ("CartPole-v1", "Pendulum-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1")
@@ -191,9 +191,7 @@ def main(argv=None) -> int:
         ),
         "rows": rows,
     }
-    out = (
-        args.out or RESULTS_DIR / f"reset_cost_{machine_tag()}{'_quick' if args.quick else ''}.json"
-    )
+    out = args.out or RUNS_DIR / f"reset_cost_{machine_tag()}{'_quick' if args.quick else ''}.json"
     write_json_atomic(out, record)
     print(f"wrote {out}")
     return 0

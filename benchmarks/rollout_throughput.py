@@ -48,7 +48,7 @@ from benchmarks._common import (
 from benchmarks.arguments import int_list, name_list
 from benchmarks.baselines import Skipped
 from benchmarks.formatting import format_rate, format_table
-from benchmarks.paths import RESULTS_DIR
+from benchmarks.paths import RUNS_DIR
 from benchmarks.throughput_adapters import (
     bench_envpool,
     bench_gymnasium_async,
@@ -343,7 +343,7 @@ def parse_args(argv=None) -> tuple[Config, Path]:
         async_max_envs=args.async_max_envs,
         torch_threads=args.torch_threads,
     )
-    out = args.out or RESULTS_DIR / (
+    out = args.out or RUNS_DIR / (
         f"rollout_throughput_{machine_tag()}{'_quick' if args.quick else ''}.json"
     )
     return cfg, out

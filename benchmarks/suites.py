@@ -21,6 +21,28 @@ BASELINES = {
     "torch": ("eager-PyTorch vectorized CartPole", "torch", "throughput"),
     "sb3": ("Stable-Baselines3 PPO", "stable-baselines3", "ppo"),
 }
+# The exact command that installs each optional module (from the repository root). torch comes
+# first as the CPU build: otherwise pip resolves it to the default build, which bundles CUDA.
+_CPU_TORCH = (
+    "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu && "
+    'pip install -e ".[baselines]"'
+)
+INSTALL = {
+    "gymnasium": 'pip install -e ".[bench]"',
+    "gymnax": 'pip install -e ".[bench]"',
+    "envpool": _CPU_TORCH,
+    "torch": _CPU_TORCH,
+    "stable-baselines3": _CPU_TORCH,
+    "stable_baselines3": _CPU_TORCH,
+}
+
+
+def install_hint(module: str) -> str:
+    """'install with: <command>' for an optional module (or its distribution), else ''."""
+    command = INSTALL.get(module.split(".")[0])
+    return f"install with: {command}" if command else ""
+
+
 THROUGHPUT_BASELINES = (
     "gymnasium_sync",
     "gymnasium_async",

@@ -13,6 +13,7 @@ from jaxsim.policies import (
     orthogonal_init,
     random_policy,
 )
+from jaxsim.rendering import render_gif
 from jaxsim.rollout import initial_state, rollout
 from jaxsim.spaces import Box, Discrete
 from jaxsim.transition import EpisodeStats, RolloutState, Trajectory
@@ -51,6 +52,7 @@ __all__ = [
     "profile",
     "random_policy",
     "registered_ids",
+    "render_gif",
     "rng",
     "rollout",
     "spaces",

@@ -232,6 +232,13 @@ class Env(Generic[State, Params]):
                 f"(use env.default_params), got {type(params).__name__}"
             )
 
+    def render(self, state: State, params: Params | None = None):
+        """One environment's state drawn as Gymnasium's `rgb_array` would: a uint8 numpy array
+        [height, width, 3], on the host, never under jit (`jaxsim.rendering.render_frame`)."""
+        from jaxsim.rendering import render_frame
+
+        return render_frame(self, state, params)
+
     def _key(self):
         return type(self), self._config_overrides, self._overrides_key()
 

@@ -33,6 +33,7 @@ from gymnasium.vector.utils import batch_space
 from jaxsim import spaces
 from jaxsim.core import Env
 from jaxsim.envs import make, registered_ids
+from jaxsim.rendering import default_fps
 from jaxsim.transition import (
     Carry,
     Lanes,
@@ -108,13 +109,16 @@ class JaxsimEnv(gymnasium.Env):
     from jaxsim (`params.max_episode_steps`); the registered ids add no TimeLimit.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"]}
 
     def __init__(self, env_id: str, render_mode: str | None = None, **kwargs):
-        if render_mode is not None:
-            raise ValueError(f"jaxsim/{env_id}: rendering is not supported, got {render_mode!r}")
-        self.render_mode = None
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(
+                f"jaxsim/{env_id}: render_mode must be None or 'rgb_array', got {render_mode!r}"
+            )
+        self.render_mode = render_mode
         self.jax_env = make(env_id, **kwargs)
+        self.metadata = {**self.metadata, "render_fps": default_fps(self.jax_env)}
         self.params = self.jax_env.default_params
         self._space = self.jax_env.action_space(self.params)
         self.observation_space = gymnasium_space(self.jax_env.observation_space(self.params))
@@ -140,6 +144,12 @@ class JaxsimEnv(gymnasium.Env):
         )
         obs, reward, terminated, truncated = jax.device_get(out)
         return np.array(obs), float(reward), bool(terminated), bool(truncated), {}
+
+    def render(self):
+        """The current state as an RGB uint8 array (`env.render`), with render_mode="rgb_array"."""
+        if self.render_mode is None or self._state is None:
+            return None
+        return self.jax_env.render(self._state, self.params)
 
 
 # ------------------------------------------------------------------------------------- vector env

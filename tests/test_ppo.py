@@ -458,6 +458,7 @@ def test_command_end_to_end(tmp_path, capsys, monkeypatch):
     for name in ("checkpoint.msgpack", "config.json", "metrics.csv", "metrics.jsonl", "eval.json"):
         assert (out / name).exists(), name
     assert (out / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "episode.gif").read_bytes()[:6] == b"GIF89a"  # one evaluation episode
     rows = logs.read_metrics(str(out))
     assert [r["update"] for r in rows] == [2, 4]
     assert json.loads((out / "eval.json").read_text())["steps_per_seed"] == 256

@@ -29,6 +29,7 @@ def _exits(capsys, argv, code=2):
 def finished_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
     train.main([*TINY, "--out", str(out)])
+    assert not (out / "episode.gif").exists() and not (out / "curve.png").exists()  # --no-plot
     return out
 
 

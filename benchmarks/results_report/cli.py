@@ -1,19 +1,32 @@
-"""The command line of the results report: `python -m benchmarks report [options]`."""
+"""The command line of the results report: `python -m benchmarks report [options]`.
+
+Without `--publish` no tracked file is touched: the report of a run (by default the newest under
+runs/bench/) goes beside its records. `--publish` is the explicit act that refreshes the
+project's figures: it copies the given runs' records into benchmarks/results/, then rewrites
+benchmarks/RESULTS.md, its plots and the README's results section from the published records.
+"""
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import sys
 from pathlib import Path
 
-from benchmarks.paths import REPO_ROOT, RESULTS_DIR
-from benchmarks.results_report.document import build
+from benchmarks.paths import MANIFEST, REPO_ROOT, RESULTS_DIR, RUNS_DIR
+from benchmarks.results_report.document import Report, build
 from benchmarks.results_report.readme import update_readme, write_text_atomic
 from benchmarks.results_report.records import MODE_ORDER
 
 PROG = "python -m benchmarks report"
 RESULTS_MD = REPO_ROOT / "benchmarks" / "RESULTS.md"
 README = REPO_ROOT / "README.md"
+# Files of a run that the report makes (never published as records) or that are transient.
+_NOT_RECORDS = ("RESULTS.md", "report_*.png", "*.partial.jsonl", ".*")
+
+
+class ReportError(Exception):
+    """Bad input to the report, found before any file is written."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -22,24 +35,133 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=Path,
         action="append",
         default=None,
-        help="directory of records, searched recursively (repeatable; default benchmarks/results)",
+        help="directory of records, searched recursively (repeatable; default: the newest run "
+        "under runs/bench/, or benchmarks/results/ with --publish)",
     )
-    p.add_argument("--out", type=Path, default=RESULTS_MD, help="the Markdown report to write")
-    p.add_argument("--readme", type=Path, default=README, help="README whose section to rewrite")
+    p.add_argument(
+        "--publish",
+        action="store_true",
+        help="copy the --results runs' records into benchmarks/results/, then rewrite "
+        "benchmarks/RESULTS.md, its plots and the README's results section (tracked files)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="the Markdown report (default DIR/RESULTS.md beside the records of a run; "
+        "benchmarks/RESULTS.md with --publish)",
+    )
+    p.add_argument(
+        "--readme",
+        type=Path,
+        default=None,
+        help="README whose results section to rewrite (default: README.md with --publish only)",
+    )
     p.add_argument("--no-readme", action="store_true", help="leave the README alone")
     p.add_argument("--mode", choices=MODE_ORDER, default=None, help="only records of this mode")
     p.add_argument("--no-plots", action="store_true", help="tables only")
 
 
-def main_from_args(args) -> int:
-    dirs = [d.resolve() for d in (args.results or [RESULTS_DIR])]
+def newest_run(runs_dir: Path | None = None) -> Path:
+    """The newest front-door run under `runs_dir` (default runs/bench/; a run is a folder with a
+    run log), else ReportError."""
+    runs_dir = runs_dir or RUNS_DIR
+    runs = [d for d in runs_dir.glob("*/") if (d / MANIFEST).is_file()] if runs_dir.is_dir() else []
+    if not runs:
+        raise ReportError(
+            f"no run under {runs_dir}: run `python -m benchmarks run` first, or name records "
+            "with --results DIR"
+        )
+    return max(runs, key=lambda d: ((d / MANIFEST).stat().st_mtime, d.name))
+
+
+def publish_records(run_dir: Path, published: Path = RESULTS_DIR) -> list[Path]:
+    """Copies `run_dir`'s records into `published` (atomically, file by file); the run log's
+    lines are appended to the published one. A front-door run (it has a run log) is published
+    flat, any other folder (a benchmarks/gpu_check.sh OUT_DIR) as a subfolder of its name.
+    Smoke records are refused: they check the pipeline, they are not results."""
+    from jaxsim.files import atomic_write  # imports jax: only when a file is written
+
+    manifest = run_dir / MANIFEST
+    dest = published if manifest.is_file() else published / run_dir.name
+    files = [
+        p
+        for p in sorted(run_dir.rglob("*"))
+        if p.is_file() and not any(p.match(pattern) for pattern in _NOT_RECORDS)
+    ]
+    smoke = [p.name for p in files if p.suffix == ".json" and p.stem.endswith("_smoke")]
+    if smoke:
+        raise ReportError(f"{run_dir} holds smoke records {smoke}: they are not results")
+    written = []
+    for p in files:
+        if p == manifest:
+            continue
+        written.append(atomic_write(dest / p.relative_to(run_dir), p.read_bytes()))
+    if manifest.is_file():
+        old = (dest / MANIFEST).read_bytes() if (dest / MANIFEST).exists() else b""
+        new = manifest.read_bytes()
+        if new and not new.endswith(b"\n"):
+            new += b"\n"
+        written.append(atomic_write(dest / MANIFEST, old + new))
+    return written
+
+
+def _is_under(path: Path, parent: Path) -> bool:
+    return path == parent or parent in path.parents
+
+
+def _default_out(dirs: list[Path]) -> Path:
+    """Beside the records of a run; a report of records elsewhere (the published ones, say) goes
+    to a new folder under runs/, so no tracked file changes."""
+    if _is_under(dirs[0], REPO_ROOT / "runs") or not _is_under(dirs[0], REPO_ROOT):
+        return dirs[0] / "RESULTS.md"
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return RUNS_DIR.parent / "report" / stamp / "RESULTS.md"
+
+
+def main_from_args(args, published: Path = RESULTS_DIR) -> int:
+    try:
+        return _main(args, published)
+    except ReportError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(args, published: Path) -> int:
+    dirs = [d.resolve() for d in (args.results or [])]
+    if not dirs and not args.publish:
+        dirs = [newest_run()]
     missing = [str(d) for d in dirs if not d.is_dir()]
     if missing:
-        print(f"{PROG}: error: no such directory {missing}", file=sys.stderr)
-        return 2
-    out = args.out.resolve()
-    readme = args.readme.resolve()
-    report = build(dirs, out, args.mode, plots=not args.no_plots, readme=readme)
+        raise ReportError(f"no such directory {missing}")
+    if args.publish:
+        for d in dirs:
+            if not _is_under(d, published):
+                copied = publish_records(d, published)
+                print(f"published {len(copied)} file(s) from {d} into {published}")
+        dirs = [published]
+        out = (args.out or RESULTS_MD).resolve()
+        readme = None if args.no_readme else (args.readme or README).resolve()
+        plot_dir = None  # beside the published records, which RESULTS.md links to
+    else:
+        out = (args.out or _default_out(dirs)).resolve()
+        readme = None if args.no_readme or args.readme is None else args.readme.resolve()
+        plot_dir = out.parent  # never beside records that may be tracked
+    write_report(dirs, out, args.mode, not args.no_plots, readme, plot_dir)
+    return 0
+
+
+def write_report(
+    dirs: list[Path],
+    out: Path,
+    mode: str | None,
+    plots: bool,
+    readme: Path | None,
+    plot_dir: Path | None,
+) -> Report:
+    """Builds the report of `dirs`' records, writes it to `out` (plots into `plot_dir`, or
+    beside their records if None) and `readme`'s section if given; problems go to stderr."""
+    report = build(dirs, out, mode, plots=plots, readme=readme or README, plot_dir=plot_dir)
     for bad in report.invalid:
         print(f"{PROG}: invalid record {bad.describe()}", file=sys.stderr)
     for note in report.stale_notes:
@@ -47,13 +169,14 @@ def main_from_args(args) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out, report.results_md)
     print(f"wrote {out}")
-    if not args.no_readme:
+    if readme is not None:
         changed = update_readme(readme, report.readme_section)
-        print(f"{'updated' if changed else 'unchanged'}: {args.readme}")
-    return 0
+        print(f"{'updated' if changed else 'unchanged'}: {readme}")
+    return report
 
 
-def main(argv=None) -> int:
+def main(argv=None, published: Path = RESULTS_DIR) -> int:
+    """`published`: where `--publish` puts records (the committed benchmarks/results/)."""
     from benchmarks import results_report
 
     p = argparse.ArgumentParser(
@@ -62,7 +185,7 @@ def main(argv=None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_arguments(p)
-    return main_from_args(p.parse_args(argv))
+    return main_from_args(p.parse_args(argv), published)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,147 @@
+"""Watch a trained agent: `python -m agents.play runs/cartpole` (deterministic episodes + a GIF).
+
+Loads the run's checkpoint, runs the deterministic evaluation that `python -m agents.train` ran
+at its end (same keys, same number of episodes, so the returns reproduce its eval.json), prints
+the returns, and writes a GIF of one episode (`--gif`, default DIR/episode.gif). The train
+command calls `evaluate` and `film_episode` from here, so both run one piece of code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxsim
+from agents.checkpoint import load_checkpoint
+from agents.ppo import PPO, RunnerState
+
+
+def evaluation_keys(seed: int, num_seeds: int) -> jax.Array:
+    """The keys of a run's final evaluation: one per trained seed, from the run's `--seed`."""
+    return jax.random.split(jax.random.fold_in(jax.random.key(seed), 1), num_seeds)
+
+
+def evaluate(agent: PPO, runner: RunnerState, seed: int, num_seeds: int) -> np.ndarray:
+    """Deterministic returns of every seed's policy -> float32 [num_seeds, eval_envs]."""
+    keys = evaluation_keys(seed, num_seeds)
+    return np.asarray(jax.jit(jax.vmap(agent.evaluate))(runner, keys))
+
+
+def film_episode(
+    agent: PPO,
+    runner: RunnerState,
+    seed: int,
+    num_seeds: int,
+    path: str,
+    seed_index: int = 0,
+    scale: float = 0.5,
+) -> float:
+    """Writes a GIF of evaluation episode 0 of seed `seed_index` (the first episode `evaluate`
+    counts for it); returns that episode's return.
+
+    The evaluation rollout keeps observations, not states; every native observation determines
+    the state it shows, so the frames are drawn from them (`jaxsim.rendering.states_from_obs`).
+    """
+    one = jax.tree.map(lambda x: x[seed_index], runner)
+    c = agent.config
+    traj = jaxsim.rollout(
+        agent.env,
+        agent.policy(one, deterministic=True),
+        int(agent.env_params.max_episode_steps),
+        num_envs=c.eval_envs,  # as in evaluate: the same environments get the same resets
+        key=evaluation_keys(seed, num_seeds)[seed_index],
+        params=agent.env_params,
+        backend=c.rollout_backend,
+    )
+    end = int(np.argmax(np.asarray(traj.done[:, 0])))
+    obs = jnp.concatenate([traj.obs[: end + 1, 0], traj.next_obs[end, 0][None]])  # + terminal
+    states = jaxsim.rendering.states_from_obs(agent.env, obs)
+    jaxsim.render_gif(agent.env, states, path, params=agent.env_params, scale=scale)
+    return float(traj.episode_return[end, 0])
+
+
+def try_film_episode(agent, runner, seed, num_seeds, path, **kwargs) -> str | None:
+    """`film_episode`, or None with a line on stderr where Pillow is missing (training never
+    fails for want of a picture)."""
+    try:
+        film_episode(agent, runner, seed, num_seeds, path, **kwargs)
+    except ImportError as e:
+        print(f"episode GIF skipped: {e}", file=sys.stderr)
+        return None
+    return path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m agents.play", description=__doc__.split("\n")[0])
+    p.add_argument("run", help="a run folder of `python -m agents.train` (has checkpoint.msgpack)")
+    p.add_argument("--gif", default=None, help="the GIF to write (default RUN/episode.gif)")
+    p.add_argument("--no-gif", action="store_true", help="print the returns only")
+    p.add_argument("--seed-index", type=int, default=0, help="which trained seed to film")
+    p.add_argument("--scale", type=float, default=0.5, help="GIF frame size factor")
+    p.add_argument(
+        "--episodes",
+        type=int,
+        default=None,
+        help="deterministic episodes per seed (default: the run's eval_envs, as eval.json)",
+    )
+    return p
+
+
+def main(argv: list[str] | None = None) -> dict:
+    """Runs the command; returns {"returns": [num_seeds, episodes], "mean_return", "gif"}."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    ckpt_path = os.path.join(args.run, "checkpoint.msgpack")
+    if not os.path.isfile(ckpt_path):
+        parser.error(f"{args.run}: no checkpoint.msgpack there (train with python -m agents.train)")
+    try:
+        ckpt = load_checkpoint(ckpt_path)
+    except ValueError as e:
+        parser.error(str(e))
+    runner, num_seeds = ckpt.runner, ckpt.meta["num_seeds"]
+    if num_seeds is None:  # a single run's checkpoint: give it the seed axis
+        runner, num_seeds = jax.tree.map(lambda x: x[None], runner), 1
+    if not 0 <= args.seed_index < num_seeds:
+        parser.error(f"--seed-index {args.seed_index}: the run has seeds 0..{num_seeds - 1}")
+    if args.episodes is not None and args.episodes < 1:
+        parser.error(f"--episodes must be >= 1, got {args.episodes}")
+    if not args.scale > 0:
+        parser.error(f"--scale must be > 0, got {args.scale}")
+    config = ckpt.config
+    if args.episodes is not None:
+        config = dataclasses.replace(config, eval_envs=args.episodes)
+    agent = PPO(config, ckpt.env)
+    seed = ckpt.meta.get("seed", 0)  # the run's --seed; runs before it was recorded used 0
+    returns = evaluate(agent, runner, seed, num_seeds)
+    per_seed = returns.mean(axis=1)
+    name = f"[play {ckpt.env.id}]"
+    for i, row in enumerate(returns):
+        shown = ", ".join(f"{r:.1f}" for r in row[:10]) + (", ..." if len(row) > 10 else "")
+        print(f"{name} seed {i}: mean {per_seed[i]:.1f} over {len(row)} episodes ({shown})")
+    print(f"{name} mean return {per_seed.mean():.1f} ± {per_seed.std():.1f} over seeds")
+    eval_path = os.path.join(args.run, "eval.json")
+    if os.path.isfile(eval_path) and args.episodes is None:
+        with open(eval_path) as f:
+            recorded = json.load(f).get("mean_return")
+        if recorded is not None:
+            print(f"{name} the run's eval.json recorded {recorded:.1f}")
+    gif = None
+    if not args.no_gif:
+        gif = args.gif or os.path.join(args.run, "episode.gif")
+        gif = try_film_episode(
+            agent, runner, seed, num_seeds, gif, seed_index=args.seed_index, scale=args.scale
+        )
+        if gif:
+            print(f"{name} wrote {gif} (seed {args.seed_index}, episode 0)")
+    return {"returns": returns, "mean_return": float(per_seed.mean()), "gif": gif}
+
+
+if __name__ == "__main__":
+    main()

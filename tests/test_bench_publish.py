@@ -1,0 +1,151 @@
+"""Measuring is not publishing: a benchmark run leaves the checkout clean; `report --publish`
+is the one act that changes the committed records, RESULTS.md and the README's section."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+_REPO = Path(__file__).resolve().parents[1]
+if str(_REPO) not in sys.path:
+    sys.path.insert(0, str(_REPO))
+
+from test_benchmarks import PROVENANCE_FIELDS, _point, _prov  # noqa: E402
+
+from benchmarks import __main__ as front  # noqa: E402
+from benchmarks import _common, results_report  # noqa: E402
+from benchmarks import rollout_throughput as rt  # noqa: E402
+from benchmarks.results_report import cli  # noqa: E402
+from benchmarks.suites import install_hint  # noqa: E402
+
+
+def _clone(tmp_path) -> Path:
+    """A git clone of this checkout's HEAD, or a skip saying why there is none."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    head = subprocess.run(["git", "-C", str(_REPO), "rev-parse", "HEAD"], capture_output=True)
+    if head.returncode != 0:
+        pytest.skip(f"{_REPO} is not a git checkout")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(_REPO), str(clone)], check=True, timeout=120)
+    return clone
+
+
+@pytest.mark.slow
+def test_smoke_run_in_a_clone_writes_under_runs_and_changes_no_tracked_file(tmp_path):
+    """`python -m benchmarks run --smoke` in a fresh clone: every suite at tiny sizes, valid
+    records, the report and plots under runs/bench/<run>/, a summary printed, `git status`
+    clean."""
+    clone = _clone(tmp_path)
+    env = dict(os.environ, PYTHONPATH=str(clone))  # the clone's code, this interpreter
+    cmd = [sys.executable, "-m", "benchmarks", "run", "--smoke"]
+    proc = subprocess.run(cmd, cwd=clone, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True
+    )
+    assert status.stdout == "", status.stdout  # nothing tracked changed, nothing new unignored
+    assert "[5/5] breakdown: ok" in proc.stdout  # the progress display
+    (out,) = (clone / "runs" / "bench").iterdir()
+    assert f"report: {out / 'RESULTS.md'}" in proc.stdout
+    assert "| jaxsim (scan)" in proc.stdout  # the summary table
+    entries = _common.read_jsonl(out / front.MANIFEST)
+    by_suite = {e["suite"]: e for e in entries if e.get("event") != "run"}
+    assert {k: v["status"] for k, v in by_suite.items()} == {
+        "throughput": "ok",
+        "fusion": "ok",
+        "ppo": "ok",
+        "offpolicy": "skipped",
+        "breakdown": "ok",
+    }
+    assert "agents/" in by_suite["offpolicy"]["reason"]
+    for name in ("throughput", "fusion", "ppo", "breakdown"):
+        record = json.loads((out / by_suite[name]["record"]).read_text())
+        assert PROVENANCE_FIELDS <= set(record["provenance"]), name
+        assert record["provenance"]["command"].startswith(f"python -m {front.SUITES[name].module}")
+    rt_record = json.loads((out / by_suite["throughput"]["record"]).read_text())
+    assert rt_record["env_ids"] == ["CartPole-v1", "Pendulum-v1"]
+    ok = [r for r in rt_record["results"] if r["status"] == "ok"]
+    assert {r["impl"] for r in ok} >= {"jaxsim", "physics_only"}
+    cartpole = {r["impl"]: r for r in rt_record["results"] if r["env_id"] == "CartPole-v1"}
+    assert set(cartpole) == set(rt.IMPLS)  # every baseline: measured, or skipped with a reason
+    for r in cartpole.values():  # and a skipped one says how to install it
+        assert r["status"] == "ok" or "install with: pip install" in r["reason"], r
+    assert all(r["steps_per_s"]["median"] > 0 and len(r["timing"]["samples_s"]) == 3 for r in ok)
+    text = (out / "RESULTS.md").read_text()
+    for heading in (
+        "## Published figures",
+        "## Rollout throughput",
+        "## Scan vs fused",
+        "## Learning: time to solve",
+        "## Profiler breakdown",
+        "## Front-door runs",
+    ):
+        assert heading in text, heading
+    assert list(out.glob("report_*.png"))  # the plots, beside the report
+    # A smoke run is refused by --publish, before any file is copied.
+    published = tmp_path / "published"
+    published.mkdir()
+    argv = ["--publish", "--results", str(out), "--out", str(tmp_path / "R.md"), "--no-readme"]
+    assert results_report.main(argv, published=published) == 2
+    assert not list(published.iterdir())
+
+
+def _quick_run(root: Path, median: float, run_id: str) -> Path:
+    run = root / run_id
+    run.mkdir(parents=True)
+    record = {
+        "benchmark": "rollout_throughput",
+        "provenance": _prov(),
+        "config": {"repeats": 3, "min_time": 0.1, "quick": True},
+        "checks": {},
+        "targets": [],
+        "results": [_point("jaxsim", "CartPole-v1", 4096, median)],
+    }
+    (run / "rollout_throughput_cpu2_h_quick.json").write_text(json.dumps(record))
+    (run / "RESULTS.md").write_text("a run's own report: never published")
+    entry = {"run_id": run_id, "event": "run", "mode": "quick", "status": "ok", "suite": None}
+    (run / front.MANIFEST).write_text(json.dumps(entry) + "\n")
+    return run
+
+
+def test_report_publishes_only_when_asked(tmp_path, monkeypatch):
+    runs = tmp_path / "runs"
+    first = _quick_run(runs, 2e7, "r1")
+    second = _quick_run(runs, 3e7, "r2")
+    monkeypatch.setattr(cli, "RUNS_DIR", runs)
+    os.utime(first / front.MANIFEST, (1, 1))  # r2 is the newest run
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n\n## Latest results\n\nold\n")
+    # Without --publish: the newest run's report beside its records; no README, nothing copied.
+    published = tmp_path / "published"
+    published.mkdir()
+    assert results_report.main([], published=published) == 0
+    assert "30M" in (second / "RESULTS.md").read_text()
+    assert not list(published.iterdir()) and "old" in readme.read_text()
+    # --publish: the run's records and run log copied, then the published report and README.
+    (published / front.MANIFEST).write_text('{"run_id": "r0", "event": "run"}\n')
+    md = tmp_path / "RESULTS.md"
+    argv = ["--publish", "--results", str(first), "--out", str(md), "--readme", str(readme)]
+    assert results_report.main(argv, published=published) == 0
+    assert sorted(p.name for p in published.iterdir()) == [
+        "report_rollout_throughput_cpu2_h_quick.png",
+        "rollout_throughput_cpu2_h_quick.json",
+        "runs.jsonl",
+    ]
+    log = _common.read_jsonl(published / front.MANIFEST)
+    assert [e["run_id"] for e in log] == ["r0", "r1"]
+    assert "20M" in md.read_text() and "20M" in readme.read_text()
+    assert "old" not in readme.read_text()
+    assert "](published/report_rollout_throughput_cpu2_h_quick.png)" in md.read_text()
+
+
+def test_a_missing_baseline_names_the_command_that_installs_it():
+    assert "torch==2.13.0" in install_hint("torch") and ".[baselines]" in install_hint("torch")
+    assert "download.pytorch.org/whl/cpu" in install_hint("envpool")  # the CPU build first
+    assert install_hint("gymnax") == 'install with: pip install -e ".[bench]"'
+    assert install_hint("not_a_baseline") == ""
