@@ -153,6 +153,33 @@ def test_brax_config_is_static_and_validated():
     np.testing.assert_array_equal(space.low, [-3.0])  # the actuator's control range
 
 
+# -------------------------------------------------------------------------- playground parity
+def test_playground_transition_equals_playground_step():
+    pytest.importorskip(
+        "mujoco_playground", reason="playground not installed: pip install 'jaxsim-rl[playground]'"
+    )
+    from mujoco_playground import registry
+
+    env = jaxsim.make("playground/CartpoleBalance", max_episode_steps=20)
+    assert env.config.impl == "jax"
+    config = registry.get_default_config("CartpoleBalance")
+    config.impl = "jax"
+    penv = registry.load("CartpoleBalance", config=config)
+    params = env.default_params
+    key_data = jnp.array([1, 2], jnp.uint32)
+    state = env.init_state(key_data, params)
+    pstate = jax.jit(penv.reset)(key_data)
+    _assert_close(state.obs, pstate.obs)
+    step, pstep = jax.jit(env.step), jax.jit(penv.step)
+    actions = _actions(env.action_space(params), KEY, 20)
+    for t in range(20):
+        state, ts = step(KEY, state, actions[t], params)
+        pstate = pstep(pstate, actions[t])
+        _assert_close((ts.obs, ts.reward), (pstate.obs, pstate.reward), err_msg=f"t={t}")
+        assert bool(ts.terminated) == bool(pstate.done)
+    assert ts.truncated  # jaxsim's limit of 20, not Playground's 1000
+
+
 # ------------------------------------------------------------------------ rollout semantics
 def _adapter_ids():
     ids = []
@@ -214,15 +241,22 @@ def test_importing_jaxsim_imports_neither_library():
     assert "gymnax/<name>" in stdout and "brax/<name>" in stdout
 
 
-@pytest.mark.parametrize("env_id", ["gymnax/Catch-bsuite", "brax/ant"])
-def test_a_missing_library_names_the_extra(env_id):
-    library = env_id.split("/")[0]
+@pytest.mark.parametrize(
+    "env_id, module",
+    [
+        ("gymnax/Catch-bsuite", "gymnax"),
+        ("brax/ant", "brax"),
+        ("playground/CartpoleBalance", "mujoco_playground"),
+    ],
+)
+def test_a_missing_library_names_the_extra(env_id, module):
     stdout = _run(
-        f"import sys; sys.modules[{library!r}] = None  # as if not installed\n"
+        f"import sys; sys.modules[{module!r}] = None  # as if not installed\n"
         "import jaxsim\n"
         f"try:\n    jaxsim.make({env_id!r})\nexcept ImportError as e:\n    print(e)\n"
     )
-    assert f'pip install "jaxsim-rl[{library}]"' in stdout
+    extra = env_id.split("/")[0]
+    assert f'pip install "jaxsim-rl[{extra}]"' in stdout
 
 
 # ------------------------------------------------------------------------------ PPO learns them

@@ -22,6 +22,7 @@ REGISTRY: dict[str, type[Env]] = {
 ADAPTERS: dict[str, str] = {
     "gymnax": "jaxsim.envs.gymnax_adapter",
     "brax": "jaxsim.envs.brax_adapter",
+    "playground": "jaxsim.envs.playground_adapter",
 }
 
 

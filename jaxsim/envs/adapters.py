@@ -114,3 +114,56 @@ def discrete(n) -> Discrete:
 
 def float_obs(obs) -> jax.Array:
     return jnp.asarray(obs, jnp.float32)
+
+
+def config_dict(config) -> dict:
+    """A static-config dataclass as a dict of its fields."""
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+
+
+class StateStepEnv(AdapterEnv):
+    """Adapters of libraries whose `reset(key) -> State` and `step(State, action) -> State`
+    carry `obs`, `reward` and `done` in the State (brax, MuJoCo Playground).
+
+    The library's environment object is built from the static config (`_build`), once per
+    config. `done` is termination: the library's own time limit is a wrapper jaxsim does not use.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._inner_env = self._build(tuple(sorted(config_dict(self.config).items())))
+        if not isinstance(self._inner_env.observation_size, int):
+            raise ValueError(
+                f"{self.id}: observations are {self._inner_env.observation_size}; the adapter "
+                "serves environments whose observation is one array"
+            )
+        # Read once, outside any trace: the libraries keep the control range as an array.
+        ctrl_range = np.asarray(self._ctrl_range(self._inner_env), np.float32)
+        size = (self._inner_env.action_size,)
+        self._action_space = box(ctrl_range[:, 0], ctrl_range[:, 1], size)
+        self._observation_space = box(-np.inf, np.inf, (self._inner_env.observation_size,))
+
+    @classmethod
+    def _build(cls, config: tuple):
+        """The library's environment for static config `config` ((name, value) pairs)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _ctrl_range(inner_env):
+        """float[action_size, 2]: each actuator's (low, high)."""
+        raise NotImplementedError
+
+    def init_state(self, key, params) -> AdapterState:
+        inner = self._inner_env.reset(key)
+        return AdapterState(inner, float_obs(inner.obs), jnp.int32(0))
+
+    def dynamics(self, state: AdapterState, action, params):
+        inner = self._inner_env.step(state.inner, action)
+        next_state = AdapterState(inner, float_obs(inner.obs), state.time)
+        return next_state, inner.reward, inner.done > 0.5
+
+    def observation_space(self, params):
+        return self._observation_space
+
+    def action_space(self, params):
+        return self._action_space

@@ -18,60 +18,33 @@ brax's own `reset` and `step` run untouched; jaxsim owns the time limit and auto
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 
-import jax.numpy as jnp
-import numpy as np
-
 from jaxsim.envs import adapters
-from jaxsim.envs.adapters import AdapterEnv, AdapterState
+from jaxsim.envs.adapters import StateStepEnv
 
 PREFIX = "brax"
 BACKENDS = ("generalized", "positional", "spring", "mjx")
 EPISODE_LENGTH = 1000  # brax's training default
 
 
-class BraxEnv(AdapterEnv):
+class BraxEnv(StateStepEnv):
     """A brax environment; one subclass per brax name (made by `make`)."""
 
     library = "brax"
     _brax_name: str
 
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self._brax_env = _brax_env(self._brax_name, tuple(sorted(self._config_dict().items())))
-        # Read once, outside any trace: brax keeps the control range as a device array.
-        ctrl_range = np.asarray(self._brax_env.sys.actuator.ctrl_range, np.float32)
-        size = (self._brax_env.action_size,)
-        self._action_space = adapters.box(ctrl_range[:, 0], ctrl_range[:, 1], size)
-        self._observation_space = adapters.box(-np.inf, np.inf, (self._brax_env.observation_size,))
+    @classmethod
+    @functools.cache
+    def _build(cls, config: tuple):
+        from brax import envs
 
-    def _config_dict(self) -> dict:
-        return {f.name: getattr(self.config, f.name) for f in dataclasses.fields(self.config)}
+        return envs.get_environment(cls._brax_name, **dict(config))
 
-    def init_state(self, key, params) -> AdapterState:
-        inner = self._brax_env.reset(key)
-        return AdapterState(inner, adapters.float_obs(inner.obs), jnp.int32(0))
-
-    def dynamics(self, state: AdapterState, action, params):
-        inner = self._brax_env.step(state.inner, action)
-        next_state = AdapterState(inner, adapters.float_obs(inner.obs), state.time)
-        return next_state, inner.reward, inner.done > 0.5
-
-    def observation_space(self, params):
-        return self._observation_space
-
-    def action_space(self, params):
-        return self._action_space
-
-
-@functools.cache
-def _brax_env(name: str, config: tuple):
-    from brax import envs
-
-    return envs.get_environment(name, **dict(config))
+    @staticmethod
+    def _ctrl_range(inner_env):
+        return inner_env.sys.actuator.ctrl_range
 
 
 def _brax_envs(env_id: str) -> dict:
