@@ -127,6 +127,7 @@ def load_checkpoint(path: str, env: jaxsim.Env | None = None) -> Checkpoint:
     """Restores a checkpoint. `env` is needed only for environments outside jaxsim.make."""
     meta, state = read_meta(path)
     algorithm = next(n for n, f in FORMATS.items() if f == meta["format"])
+    meta.setdefault("algorithm", algorithm)  # ppo/2 files written before DQN and SAC existed
     cls = agent_type(algorithm)
     config = cls.config_type.from_dict(meta["config"])
     if env is None:
