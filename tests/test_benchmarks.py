@@ -335,11 +335,10 @@ def test_front_door_smoke_run_end_to_end(tmp_path):
         "throughput": "ok",
         "fusion": "ok",
         "ppo": "ok",
-        "offpolicy": "skipped",
+        "offpolicy": "ok",
         "breakdown": "ok",
     }
-    assert "agents/" in status["offpolicy"]["reason"]
-    for name in ("throughput", "fusion", "ppo", "breakdown"):
+    for name in ("throughput", "fusion", "ppo", "offpolicy", "breakdown"):
         record = json.loads((out / status[name]["record"]).read_text())
         assert PROVENANCE_FIELDS <= set(record["provenance"]), name
         assert record["provenance"]["command"].startswith(f"python -m {front.SUITES[name].module}")
