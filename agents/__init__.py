@@ -9,12 +9,12 @@ from jaxsim.policies import init_mlp, mlp_apply  # the layers every agent's netw
 
 __all__ = [
     "DQN",
-    "DQNConfig",
     "PPO",
+    "SAC",
+    "DQNConfig",
     "Metrics",
     "PPOConfig",
     "RunnerState",
-    "SAC",
     "SACConfig",
     "init_mlp",
     "load_checkpoint",
