@@ -17,7 +17,7 @@ import numpy as np
 
 from jaxsim.files import atomic_write, finite_json
 
-CSV_FIELDS = (
+BASE_FIELDS = (
     "update",
     "step",
     "total_steps",
@@ -26,15 +26,13 @@ CSV_FIELDS = (
     "mean_return",
     "std_return",
     "episodes",
-    "policy_loss",
-    "value_loss",
-    "entropy",
-    "approx_kl",
-    "clip_fraction",
 )
+"""The columns of every algorithm's metrics; its loss columns (`LossInfo.COLUMNS`) follow."""
 
 
-LOSS_FIELDS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
+def loss_fields(row: dict[str, Any]) -> list[str]:
+    """A metrics row's loss columns: what it holds beyond BASE_FIELDS and the per-seed returns."""
+    return [k for k in row if k not in BASE_FIELDS and k != "returns"]
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -42,7 +40,7 @@ def _finite_or_none(x: float) -> float | None:
 
 
 class TrainingProgress:
-    """The throttled progress callback of `PPO(..., progress=...)`.
+    """The throttled progress callback of an agent (`PPO(..., progress=...)`, DQN, SAC).
 
     Under `vmap` the device calls it once per seed for each reported update; it gathers
     `num_seeds` calls, then prints one line (steps, env-steps/s over all seeds, mean return +- std
@@ -92,6 +90,7 @@ class TrainingProgress:
             return float(np.mean([float(get(m)) for m in per_seed]))
 
         finite = returns[np.isfinite(returns)]
+        columns = type(per_seed[0].loss).COLUMNS  # {LossInfo attribute: column name}
         row = {
             "update": update,
             "step": steps,
@@ -101,11 +100,7 @@ class TrainingProgress:
             "mean_return": _finite_or_none(finite.mean()) if finite.size else None,
             "std_return": _finite_or_none(finite.std()) if finite.size else None,
             "episodes": int(sum(int(np.asarray(m.episodes)) for m in per_seed)),
-            "policy_loss": mean_of(lambda m: m.loss.policy),
-            "value_loss": mean_of(lambda m: m.loss.value),
-            "entropy": mean_of(lambda m: m.loss.entropy),
-            "approx_kl": mean_of(lambda m: m.loss.approx_kl),
-            "clip_fraction": mean_of(lambda m: m.loss.clip_fraction),
+            **{col: mean_of(lambda m, a=attr: getattr(m.loss, a)) for attr, col in columns.items()},
             "returns": [_finite_or_none(r) for r in returns],
         }
         self.rows.append(row)
@@ -126,11 +121,12 @@ def write_metrics(out_dir: str, rows: list[dict[str, Any]]) -> tuple[str, str]:
     jsonl = os.path.join(out_dir, "metrics.jsonl")
     lines = (json.dumps(finite_json(r), allow_nan=False) + "\n" for r in rows)
     atomic_write(jsonl, "".join(lines).encode())
+    fields = [*BASE_FIELDS, *(loss_fields(rows[0]) if rows else [])]
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore")
+    writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore")
     writer.writeheader()
     for r in rows:
-        writer.writerow({k: "" if r.get(k) is None else r[k] for k in CSV_FIELDS})
+        writer.writerow({k: "" if r.get(k) is None else r[k] for k in fields})
     path_csv = os.path.join(out_dir, "metrics.csv")
     atomic_write(path_csv, buf.getvalue().encode())
     return jsonl, path_csv
@@ -140,7 +136,7 @@ def first_nonfinite(rows: list[dict[str, Any]]) -> tuple[int, str] | None:
     """(update, metric) of the first row whose loss metrics are NaN or inf, if any: a run that
     diverged. Returns are allowed to be missing (no episode ended yet)."""
     for row in rows:
-        for name in LOSS_FIELDS:
+        for name in loss_fields(row):
             value = row.get(name)
             if value is None or not math.isfinite(value):
                 return row["update"], name

@@ -1,6 +1,9 @@
-"""PPO's math as pure functions: GAE, the clipped policy loss, the value loss, the entropy bonus."""
+"""The agents' math as pure functions: PPO's GAE, clipped policy loss, value loss and entropy
+bonus; DQN's double-Q target; SAC's squashed-Gaussian log-probability, target and losses."""
 
 from __future__ import annotations
+
+import math
 
 import jax
 import jax.numpy as jnp
@@ -105,3 +108,86 @@ def entropy_bonus(entropy: jax.Array) -> jax.Array:
 def normalize_advantage(advantage: jax.Array) -> jax.Array:
     """[N] -> [N] with zero mean and unit std (over the minibatch)."""
     return (advantage - advantage.mean()) / (advantage.std() + 1e-8)
+
+
+# ---------------------------------------------------------------------------------- off-policy
+# Targets bootstrap unless the transition terminated: a truncated one (time limit) bootstraps from
+# its true next observation (`Trajectory.next_obs`), which is what the buffer stores.
+def double_q_target(
+    reward: jax.Array,
+    terminated: jax.Array,
+    next_q_online: jax.Array,
+    next_q_target: jax.Array,
+    gamma: float,
+) -> jax.Array:
+    """Double DQN's target: the online network picks the next action, the target one values it.
+
+    Args:
+      reward: [B] rewards.
+      terminated: [B] bool; truncated transitions are not terminated and bootstrap.
+      next_q_online: [B, num_actions] online Q at next_obs.
+      next_q_target: [B, num_actions] target Q at next_obs.
+      gamma: discount.
+
+    Returns:
+      [B] r + gamma * (1 - terminated) * Q_target(s', argmax_a Q_online(s', a)), no gradient.
+    """
+    best = jnp.argmax(next_q_online, axis=-1)
+    next_value = jnp.take_along_axis(next_q_target, best[:, None], axis=-1)[:, 0]
+    target = reward + gamma * (1.0 - terminated.astype(jnp.float32)) * next_value
+    return jax.lax.stop_gradient(target)
+
+
+def squashed_gaussian_log_prob(mean: jax.Array, log_std: jax.Array, u: jax.Array) -> jax.Array:
+    """log-density of a = tanh(u), u ~ N(mean, exp(log_std)^2), per action vector.
+
+    log pi(a) = sum_i [log N(u_i; mean_i, std_i) - log(1 - tanh(u_i)^2)], with the Jacobian term
+    written as 2 (log 2 - u - softplus(-2u)), exact and finite where tanh(u) rounds to +-1.
+
+    Args:
+      mean, log_std, u: [B, action_dim] (u is the pre-squash sample).
+
+    Returns:
+      [B] log-probabilities of the squashed actions (in [-1, 1] units).
+    """
+    z = (u - mean) * jnp.exp(-log_std)
+    gaussian = -0.5 * z**2 - log_std - 0.5 * math.log(2 * math.pi)
+    log_det = 2.0 * (math.log(2.0) - u - jax.nn.softplus(-2.0 * u))
+    return jnp.sum(gaussian - log_det, axis=-1)
+
+
+def sac_target(
+    reward: jax.Array,
+    terminated: jax.Array,
+    next_q1: jax.Array,
+    next_q2: jax.Array,
+    next_log_prob: jax.Array,
+    alpha: jax.Array,
+    gamma: float,
+) -> jax.Array:
+    """SAC's soft target from twin target critics at the next observation.
+
+    Args:
+      reward: [B]; terminated: [B] bool (truncated transitions bootstrap).
+      next_q1, next_q2: [B] target critics at (next_obs, a'), a' ~ pi(.|next_obs).
+      next_log_prob: [B] log pi(a'|next_obs).
+      alpha: scalar temperature.
+      gamma: discount.
+
+    Returns:
+      [B] r + gamma * (1 - terminated) * (min(q1, q2) - alpha * log pi(a')), no gradient.
+    """
+    soft_value = jnp.minimum(next_q1, next_q2) - alpha * next_log_prob
+    target = reward + gamma * (1.0 - terminated.astype(jnp.float32)) * soft_value
+    return jax.lax.stop_gradient(target)
+
+
+def sac_actor_loss(log_prob: jax.Array, q: jax.Array, alpha: jax.Array) -> jax.Array:
+    """mean(alpha * log pi(a|s) - min Q(s, a)) over [B] reparameterised samples -> scalar."""
+    return jnp.mean(alpha * log_prob - q)
+
+
+def temperature_loss(log_alpha: jax.Array, log_prob: jax.Array, target_entropy: float):
+    """-mean(log_alpha * (log pi + target_entropy)) with log pi [B] held fixed -> scalar: raises
+    alpha while the policy's entropy is below the target, lowers it above (as SB3's SAC)."""
+    return -jnp.mean(log_alpha * jax.lax.stop_gradient(log_prob + target_entropy))

@@ -19,8 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxsim
+from agents.agent import Agent
+from agents.algorithms import agent_type
 from agents.checkpoint import load_checkpoint
-from agents.ppo import PPO, RunnerState
 
 
 def evaluation_keys(seed: int, num_seeds: int) -> jax.Array:
@@ -28,15 +29,15 @@ def evaluation_keys(seed: int, num_seeds: int) -> jax.Array:
     return jax.random.split(jax.random.fold_in(jax.random.key(seed), 1), num_seeds)
 
 
-def evaluate(agent: PPO, runner: RunnerState, seed: int, num_seeds: int) -> np.ndarray:
+def evaluate(agent: Agent, runner, seed: int, num_seeds: int) -> np.ndarray:
     """Deterministic returns of every seed's policy -> float32 [num_seeds, eval_envs]."""
     keys = evaluation_keys(seed, num_seeds)
     return np.asarray(jax.jit(jax.vmap(agent.evaluate))(runner, keys))
 
 
 def film_episode(
-    agent: PPO,
-    runner: RunnerState,
+    agent: Agent,
+    runner,
     seed: int,
     num_seeds: int,
     path: str,
@@ -68,11 +69,11 @@ def film_episode(
 
 
 def try_film_episode(agent, runner, seed, num_seeds, path, **kwargs) -> str | None:
-    """`film_episode`, or None with a line on stderr where Pillow is missing (training never
-    fails for want of a picture)."""
+    """`film_episode`, or None with a line on stderr where Pillow is missing or the environment
+    cannot be drawn (adapters): training never fails for want of a picture."""
     try:
         film_episode(agent, runner, seed, num_seeds, path, **kwargs)
-    except ImportError as e:
+    except (ImportError, NotImplementedError) as e:  # no Pillow, or an env nothing draws
         print(f"episode GIF skipped: {e}", file=sys.stderr)
         return None
     return path
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> dict:
     config = ckpt.config
     if args.episodes is not None:
         config = dataclasses.replace(config, eval_envs=args.episodes)
-    agent = PPO(config, ckpt.env)
+    agent = agent_type(ckpt.meta["algorithm"])(config, ckpt.env)
     seed = ckpt.meta.get("seed", 0)  # the run's --seed; runs before it was recorded used 0
     returns = evaluate(agent, runner, seed, num_seeds)
     per_seed = returns.mean(axis=1)

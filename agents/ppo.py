@@ -10,25 +10,29 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from collections.abc import Callable
-from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 import jaxsim
-from agents import callbacks, losses
-from agents.config import config_field
+from agents import losses
+from agents.agent import Agent, latest_return, train_fn
+from agents.config import (
+    ConfigMixin,
+    check_common,
+    check_positive,
+    check_positive_ints,
+    config_field,
+)
 from agents.networks import make_actor_critic, to_policy
 from agents.normalizers import observation_normalizer, reward_scaler
 from agents.structs import Batch, LossInfo, Metrics, RunnerState, TrainState
 
 
 @dataclasses.dataclass(frozen=True)
-class PPOConfig:
+class PPOConfig(ConfigMixin):
     """Every knob of a PPO run. Defaults are purejaxrl's CartPole settings.
 
     Each field's help documents it here and is the text of its `agents.train` flag.
@@ -90,6 +94,11 @@ class PPOConfig:
         return self.num_envs * self.num_steps
 
     @property
+    def steps_per_update(self) -> int:
+        """Environment steps per update per seed (the name every agent's config shares)."""
+        return self.batch_size
+
+    @property
     def minibatch_size(self) -> int:
         return self.batch_size // self.num_minibatches
 
@@ -97,105 +106,46 @@ class PPOConfig:
     def num_updates(self) -> int:
         return self.total_steps // self.batch_size
 
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["hidden"] = list(self.hidden)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> PPOConfig:
-        unknown = sorted(set(d) - {f.name for f in dataclasses.fields(cls)})
-        if unknown:
-            raise ValueError(f"PPOConfig: unknown field(s) {unknown}")
-        d = dict(d)
-        if "hidden" in d:
-            d["hidden"] = tuple(d["hidden"])
-        return cls(**d)
-
 
 def _validate(c: PPOConfig) -> None:
-    def fail(msg):
-        raise ValueError(f"PPOConfig: {msg}")
-
-    sizes = ("total_steps", "num_envs", "num_steps", "update_epochs", "num_minibatches")
-    for name in (*sizes, "eval_envs", "log_every"):
-        value = getattr(c, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            fail(f"{name} must be a positive integer, got {value!r}")
+    check_common(c, c.batch_size)
+    check_positive_ints(c, ("update_epochs", "num_minibatches"))
     if c.batch_size % c.num_minibatches:
-        fail(
+        c.fail(
             f"num_minibatches={c.num_minibatches} does not divide the batch of "
             f"num_envs * num_steps = {c.batch_size}"
         )
-    if c.total_steps < c.batch_size:
-        fail(f"total_steps={c.total_steps} is less than one batch ({c.batch_size} steps)")
-    if not (c.learning_rate > 0 and math.isfinite(c.learning_rate)):
-        fail(f"learning_rate must be > 0, got {c.learning_rate!r}")
-    if not 0 < c.gamma <= 1:
-        fail(f"gamma must be in (0, 1], got {c.gamma!r}")
     if not 0 <= c.gae_lambda <= 1:
-        fail(f"gae_lambda must be in [0, 1], got {c.gae_lambda!r}")
-    for name in ("clip_eps", "max_grad_norm", "adam_eps"):
-        if not getattr(c, name) > 0:
-            fail(f"{name} must be > 0, got {getattr(c, name)!r}")
+        c.fail(f"gae_lambda must be in [0, 1], got {c.gae_lambda!r}")
+    check_positive(c, ("clip_eps", "max_grad_norm", "adam_eps"))
     for name in ("ent_coef", "vf_coef"):
         if not getattr(c, name) >= 0:
-            fail(f"{name} must be >= 0, got {getattr(c, name)!r}")
-    if (
-        not isinstance(c.hidden, tuple)
-        or not c.hidden
-        or not all(isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in c.hidden)
-    ):
-        fail(f"hidden must be a non-empty tuple of positive integers, got {c.hidden!r}")
-    if not isinstance(c.rollout_backend, str):
-        fail(f"rollout_backend must be a string, got {c.rollout_backend!r}")
+            c.fail(f"{name} must be >= 0, got {getattr(c, name)!r}")
 
 
-class PPO:
+class PPO(Agent):
     """PPO on one jaxsim environment: `init(key)`, `update(runner)`, `run(runner, n)`, `evaluate`.
 
-    Every method is a pure function of its arguments (jit and vmap them freely). `progress`, if
-    given, is called on the host with a `Metrics` of numpy scalars every `config.log_every`
-    updates of `run` and at its end, once per seed under vmap (from a single device-to-host
-    call carrying every seed's metrics).
+    See `agents.agent.Agent` for what every agent shares (the run loop, progress, evaluation).
     """
 
-    def __init__(
-        self,
-        config: PPOConfig,
-        env: jaxsim.Env,
-        env_params=None,
-        progress: Callable[[Metrics], None] | None = None,
-    ):
-        if not isinstance(config, PPOConfig):
-            raise TypeError(f"PPO: config must be a PPOConfig, got {type(config).__name__}")
-        if not isinstance(env, jaxsim.Env):
-            raise TypeError(f"PPO: env must be a jaxsim.Env (see jaxsim.make), got {env!r}")
-        self.config = config
-        self.env = env
-        self.env_params = env.default_params if env_params is None else env_params
+    name = "ppo"
+    config_type = PPOConfig
+
+    def setup(self) -> None:
+        config, env = self.config, self.env
         self.init_params = make_actor_critic(
             env, self.env_params, config.hidden, config.init_log_std
         )
-        self.obs_shape = env.observation_space(self.env_params).shape
         self.obs_norm = observation_normalizer(self.obs_shape)
         self.reward_scaler = reward_scaler(config.num_envs, config.gamma)
-        self.progress = progress
-        steps_per_update = config.update_epochs * config.num_minibatches
+        grad_steps = config.update_epochs * config.num_minibatches
         lr = config.learning_rate
         if config.anneal_lr:
-            lr = optax.linear_schedule(lr, 0.0, config.num_updates * steps_per_update)
+            lr = optax.linear_schedule(lr, 0.0, config.num_updates * grad_steps)
         self.optimizer = optax.chain(
             optax.clip_by_global_norm(config.max_grad_norm),
             optax.adam(lr, eps=config.adam_eps),
-        )
-        self._jitted: dict[tuple[int, bool], Callable] = {}
-        # Trace (never compile) a one-step rollout, so an unknown backend fails here.
-        jax.eval_shape(
-            lambda key: jaxsim.rollout(
-                env, "random", 1, key=key, params=self.env_params, backend=config.rollout_backend
-            ),
-            jax.random.key(0),
         )
 
     # ------------------------------------------------------------------------------------ state
@@ -270,8 +220,7 @@ class PPO:
         new_obs_stats = runner.obs_stats
         if c.normalize_obs:
             new_obs_stats = self.obs_norm.update(runner.obs_stats, traj.obs)
-        episodes = traj.episode_stats()
-        last_return = jnp.where(episodes.count > 0, episodes.mean_return, runner.last_return)
+        last_return, episodes = latest_return(traj, runner.last_return)
         runner = RunnerState(
             params=train.params,
             opt_state=train.opt_state,
@@ -282,14 +231,9 @@ class PPO:
             update=runner.update + 1,
             last_return=last_return,
         )
-        metrics = Metrics(
-            update=runner.update,
-            steps=runner.update * c.batch_size,
-            mean_return=last_return,
-            episodes=episodes.count,
-            loss=jax.tree.map(jnp.mean, info),
+        return runner, self.metrics(
+            runner.update, last_return, episodes, jax.tree.map(jnp.mean, info)
         )
-        return runner, metrics
 
     def _epoch(self, obs_stats, batch: Batch, train: TrainState, key: jax.Array):
         c = self.config
@@ -326,57 +270,6 @@ class PPO:
         total = policy_loss + c.vf_coef * v_loss - c.ent_coef * entropy
         return total, LossInfo(total, policy_loss, v_loss, entropy, approx_kl, clip_fraction)
 
-    # -------------------------------------------------------------------------------------- run
-    def run(self, runner: RunnerState, num_updates: int) -> tuple[RunnerState, Metrics]:
-        """`num_updates` updates from `runner` -> (runner, Metrics with leading [num_updates])."""
-        every = self.config.log_every
-
-        def body(runner, i):
-            runner, metrics = self.update(runner)
-            if self.progress is not None:
-                # The predicate depends on the scan index only, never on a (vmapped) state
-                # leaf, so under vmap it stays a real branch and skipped updates cost nothing.
-                report = ((i + 1) % every == 0) | (i == num_updates - 1)
-                callbacks.report_when(report, self._report, metrics)
-            return runner, metrics
-
-        return jax.lax.scan(body, runner, jnp.arange(num_updates, dtype=jnp.int32))
-
-    def _report(self, metrics: Metrics) -> None:
-        # Counts travel as float32 (exact below 2**24); steps are rebuilt from the update.
-        update = int(metrics.update)
-        steps = np.int64(update) * self.config.batch_size
-        self.progress(metrics.replace(update=np.int32(update), steps=steps))
-
-    def jit_run(self, num_updates: int, vmapped: bool = True) -> Callable:
-        """`run` jitted for a fixed chunk size (over a leading seed axis if vmapped), cached."""
-        key = (int(num_updates), bool(vmapped))
-        if key not in self._jitted:
-            fn = functools.partial(self.run, num_updates=key[0])
-            self._jitted[key] = jax.jit(jax.vmap(fn) if vmapped else fn)
-        return self._jitted[key]
-
-    # ------------------------------------------------------------------------------- evaluation
-    def evaluate(self, runner: RunnerState, key: jax.Array) -> jax.Array:
-        """Returns of `config.eval_envs` episodes of the deterministic policy -> float32[eval_envs].
-
-        Every environment starts at step 0 and runs `max_episode_steps` steps, so each finishes
-        at least one episode; its first one counts.
-        """
-        c = self.config
-        n = int(self.env_params.max_episode_steps)
-        traj = jaxsim.rollout(
-            self.env,
-            self.policy(runner, deterministic=True),
-            n,
-            num_envs=c.eval_envs,
-            key=key,
-            params=self.env_params,
-            backend=c.rollout_backend,
-        )
-        first = jnp.argmax(traj.done, axis=0)
-        return traj.episode_return[first, jnp.arange(c.eval_envs)]
-
 
 def make_train(
     config: PPOConfig,
@@ -384,9 +277,4 @@ def make_train(
     progress: Callable[[Metrics], None] | None = None,
 ) -> Callable[[jax.Array], tuple[RunnerState, Metrics]]:
     """train(key) -> (final RunnerState, Metrics[num_updates]); jit it, or jit(vmap(train))."""
-    agent = PPO(config, env, progress=progress)
-
-    def train(key: jax.Array) -> tuple[RunnerState, Metrics]:
-        return agent.run(agent.init(key), config.num_updates)
-
-    return train
+    return train_fn(PPO(config, env, progress=progress))

@@ -1,8 +1,8 @@
-"""The named carries of PPO: the runner state, a batch of transitions, losses and metrics."""
+"""The named carries of PPO (runner state, batch, losses) and every agent's per-update Metrics."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 from flax import struct
@@ -47,6 +47,15 @@ class Batch:
 
 @struct.dataclass
 class LossInfo:
+    # Which fields the metrics files and progress rows keep, and under what column names.
+    COLUMNS: ClassVar[dict[str, str]] = {
+        "policy": "policy_loss",
+        "value": "value_loss",
+        "entropy": "entropy",
+        "approx_kl": "approx_kl",
+        "clip_fraction": "clip_fraction",
+    }
+
     total: jax.Array
     policy: jax.Array
     value: jax.Array
@@ -63,4 +72,4 @@ class Metrics:
     steps: jax.Array  # env steps so far, per seed
     mean_return: jax.Array  # of the latest finished episodes (NaN until one finishes)
     episodes: jax.Array  # episodes finished in this update's rollout
-    loss: LossInfo  # means over the update's minibatch steps
+    loss: Any  # the algorithm's LossInfo (with its COLUMNS): means over the update's steps

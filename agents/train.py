@@ -1,11 +1,13 @@
-"""Command line: `python -m agents.train ppo --env CartPole-v1 --seeds 4 --out runs/cartpole`.
+"""Command line: `python -m agents.train ppo|dqn|sac --env CartPole-v1 --seeds 4 --out DIR`.
 
-Every `PPOConfig` field is a flag (`--total-steps`, `--num-envs`, `--no-anneal-lr`, `--hidden
-64,64`, ...; see `--help`), on top of the environment's preset (`agents/presets.py`). Seeds train
-at once as `jit(vmap(run))`, in chunks of `--checkpoint-every` updates with a checkpoint after
-each; `--resume` continues from the last one and ends with exactly the parameters an
-uninterrupted run reaches. Writes to `--out`: checkpoint.msgpack, config.json, metrics.csv,
-metrics.jsonl, curve.png, eval.json and episode.gif (watch it again: `python -m agents.play`).
+Every field of the algorithm's config (`PPOConfig`, `DQNConfig`, `SACConfig`) is a flag
+(`--total-steps`, `--num-envs`, `--no-anneal-lr`, `--hidden 64,64`, ...; see `python -m
+agents.train ALGORITHM --help`), on top of the environment's preset (`agents/presets.py`).
+Seeds train at once as `jit(vmap(run))`, in chunks of `--checkpoint-every` updates with a
+checkpoint after each; `--resume` continues from the last one and ends with exactly the
+parameters an uninterrupted run reaches (a replay buffer included). Writes to `--out`:
+checkpoint.msgpack, config.json, metrics.csv, metrics.jsonl, curve.png, eval.json and
+episode.gif (watch it again: `python -m agents.play DIR`).
 """
 
 from __future__ import annotations
@@ -22,14 +24,12 @@ import numpy as np
 
 import jaxsim
 from agents import logs, play
+from agents.algorithms import ALGORITHMS, agent_type
 from agents.checkpoint import load_checkpoint, save_checkpoint, sync_sidecar
 from agents.config import field_help
-from agents.ppo import PPO, PPOConfig
 from agents.presets import config_for
 from jaxsim.files import finite_json, remove_stale_temporaries, write_json_atomic
 from jaxsim.profiler import check_output_dir
-
-ALGORITHMS = ("ppo",)
 
 
 def _int_tuple(text: str) -> tuple[int, ...]:
@@ -41,7 +41,8 @@ def _int_tuple(text: str) -> tuple[int, ...]:
         ) from None
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(algorithm: str = "ppo") -> argparse.ArgumentParser:
+    """The command's parser, with the config flags of `algorithm`."""
     parser = argparse.ArgumentParser(
         prog="python -m agents.train",
         description="Train an agent on a jaxsim environment, many seeds in one jit.",
@@ -67,9 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         default=None,
         help="after training, profile one update with jaxsim.profile: a per-phase table and "
-        "DIR/ppo_<env>.{json,png,trace.json.gz} (open the trace in ui.perfetto.dev)",
+        "DIR/<algorithm>_<env>.{json,png,trace.json.gz} (open the trace in ui.perfetto.dev)",
     )
-    add_config_flags(parser, PPOConfig, "(defaults: the environment's preset)")
+    config_type = agent_type(algorithm).config_type
+    add_config_flags(parser, config_type, "(defaults: the environment's preset)")
     return parser
 
 
@@ -106,8 +108,12 @@ def config_overrides(args: argparse.Namespace, config_cls: type) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     """Runs the command; returns a summary (paths and final evaluation) for tests and scripts."""
-    parser = build_parser()
+    given = sys.argv[1:] if argv is None else argv
+    # The algorithm decides the config flags; an unknown one is reported by the ppo parser.
+    parser = build_parser(given[0] if given and given[0] in ALGORITHMS else "ppo")
     args = parser.parse_args(argv)
+    agent_cls = agent_type(args.algorithm)
+    config_type = agent_cls.config_type
     # Everything that can be wrong with the input fails here, before anything compiles.
     if args.seeds < 1:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
@@ -120,7 +126,7 @@ def main(argv: list[str] | None = None) -> dict:
             parser.error(f"--profile: {e}")
     try:
         env = jaxsim.make(args.env)
-        config = config_for(args.env, **config_overrides(args, PPOConfig))
+        config = config_for(args.env, args.algorithm, **config_overrides(args, config_type))
         out = args.out or os.path.join("runs", args.env)
         _check_out(out)
         ckpt_path = os.path.join(out, "checkpoint.msgpack")
@@ -129,6 +135,11 @@ def main(argv: list[str] | None = None) -> dict:
             if not os.path.exists(ckpt_path):
                 raise ValueError(f"--resume: no checkpoint at {ckpt_path}")
             ckpt = load_checkpoint(ckpt_path)
+            if ckpt.meta["algorithm"] != args.algorithm:
+                raise ValueError(
+                    f"--resume: {ckpt_path} is a {ckpt.meta['algorithm']} run, not "
+                    f"{args.algorithm}; pass the same algorithm, or a new --out"
+                )
             _check_same_env(ckpt_path, ckpt.env, env)
             if ckpt.config != config or ckpt.meta["num_seeds"] != args.seeds:
                 raise ValueError(
@@ -145,7 +156,7 @@ def main(argv: list[str] | None = None) -> dict:
             rows=rows,
             wall_offset=ckpt.meta.get("wall_time", 0.0) if ckpt else 0.0,
         )
-        agent = PPO(config, env, progress=progress)
+        agent = agent_cls(config, env, progress=progress)
     except (ValueError, TypeError, OSError) as e:
         parser.error(str(e))
     for stale in remove_stale_temporaries(out):
@@ -177,13 +188,13 @@ def main(argv: list[str] | None = None) -> dict:
         "mean_return": float(per_seed.mean()),
         "std_return_over_seeds": float(per_seed.std()),
         "per_seed_mean_return": per_seed.tolist(),
-        "steps_per_seed": done * config.batch_size,
+        "steps_per_seed": done * config.steps_per_update,
         "wall_time": progress.wall_time(),
     }
     write_json_atomic(os.path.join(out, "eval.json"), finite_json(evaluation))
     curve = None
     if not args.no_plot and progress.rows:
-        title = f"PPO on {args.env}, {args.seeds} seed(s)"
+        title = f"{args.algorithm.upper()} on {args.env}, {args.seeds} seed(s)"
         curve = logs.plot_curve(progress.rows, os.path.join(out, "curve.png"), title)
     gif = None
     if not args.no_plot:  # `python -m agents.play OUT` plays it again
@@ -198,9 +209,9 @@ def main(argv: list[str] | None = None) -> dict:
     profile_report = None
     if args.profile is not None:
         # A copy of the agent without the progress callback: profiling adds no metrics rows.
-        run_one = PPO(config, env).jit_run(1)
+        run_one = agent_cls(config, env).jit_run(1)
         profile_report = jaxsim.profile(
-            lambda: run_one(runner), out_dir=args.profile, name=f"ppo_{args.env}"
+            lambda: run_one(runner), out_dir=args.profile, name=f"{args.algorithm}_{args.env}"
         )
         print(profile_report.format_table())
     summary = {

@@ -21,8 +21,8 @@ grouped into simulation, policy inference, learning, other device work, host/Pyt
 `--rounds N` profiles each case N times and records the overhead correction's error each time
 (the traced time, corrected, against uninstrumented calls the calibration did not use).
 
-Off-policy agents (DQN, SAC) are not in agents/ yet, so the on-policy versus off-policy
-comparison is not measured; `--agent NAME` profiles `agents.NAME.make_train` once it exists.
+`--agent dqn` (or sac, ppo) adds one update of that agent at its preset for --env; the on-policy
+versus off-policy comparison is benchmarks/offpolicy.py.
 Results go to runs/bench/breakdown_<machine>.json (with provenance) and a PNG beside it.
 """
 
@@ -49,8 +49,8 @@ from benchmarks.breakdown_cases import (
     OFF_POLICY_PHASES,
     Case,
     Skipped,
+    agent_case,
     gym_case,
-    off_policy_case,
     ppo_case,
     rollout_case,
 )
@@ -175,7 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         help="profile each case this many times to measure the overhead correction's error",
     )
-    p.add_argument("--agent", action="append", default=[], help="off-policy agents.<NAME>")
+    p.add_argument(
+        "--agent", action="append", default=[], help="an agents.train algorithm at its preset"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="3 traced and 3 timed iterations")
     p.add_argument("--out", type=Path, default=None, help="JSON path (PNG written beside it)")
@@ -199,7 +201,7 @@ def main(argv=None) -> int:
     if problem:
         raise SystemExit(problem)
     for name in args.agent:
-        builders[name] = functools.partial(off_policy_case, args, name)
+        builders[name] = functools.partial(agent_case, args, name)
         names.append(name)
     tag = machine_tag() + ("_quick" if args.quick else "")
     out = args.out or RUNS_DIR / f"breakdown_{tag}.json"
@@ -221,9 +223,8 @@ def main(argv=None) -> int:
 
     off_policy = {
         "measured": any(r.get("kind") == "off-policy" and r["status"] == "ok" for r in results),
-        "reason": "no off-policy agent (DQN/SAC) exists in agents/ yet; RL-Scope's finding that "
-        "on-policy training is >= 3.5x more simulation-bound than off-policy is not reproduced "
-        "here. Run with --agent <name> once agents/<name>.py provides make_train(config, env).",
+        "reason": "RL-Scope's on-policy vs off-policy comparison is benchmarks/offpolicy.py; "
+        "--agent dqn (or sac) adds an off-policy case here.",
     }
     result = {
         "benchmark": "breakdown",
@@ -249,7 +250,7 @@ def main(argv=None) -> int:
             print(f"PNG skipped: matplotlib is not installed ({e})")
             png = None
     print(_table(results))
-    print(f"off-policy: not measured. {off_policy['reason']}" if not off_policy["measured"] else "")
+    print(off_policy["reason"])
     print(f"wrote {out}" + (f" and {png}" if png else ""))
     return 0 if all(r["status"] != "failed" for r in results) else 1
 

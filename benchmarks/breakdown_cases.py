@@ -1,12 +1,13 @@
 """The cases the profiler breakdown measures: one-jit PPO (scan or fused), a rollout alone, a
-Gymnasium-loop PPO and off-policy agents, each a function to profile and a check of its output."""
+Gymnasium-loop PPO and any agent (PPO, DQN, SAC) at its preset, each a function to profile and
+a check of its output."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 import importlib.util
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -269,30 +270,43 @@ def gym_case(args) -> Case:
     )
 
 
-# ----------------------------------------------------------------------------------- off-policy
-def off_policy_case(args, name: str) -> Case:
-    """`agents.<name>` with `make_train(config, env)` and a `*Config` dataclass: its short run."""
-    if importlib.util.find_spec(f"agents.{name}") is None:
-        raise Skipped(f"no off-policy agent agents.{name} in this checkout")
-    module = importlib.import_module(f"agents.{name}")
-    configs = [
-        v
-        for k, v in vars(module).items()
-        if k.endswith("Config") and dataclasses.is_dataclass(v) and isinstance(v, type)
-    ]
-    if not hasattr(module, "make_train") or len(configs) != 1:
-        raise Skipped(f"agents.{name} has no make_train(config, env) with one *Config dataclass")
-    fields = {f.name for f in dataclasses.fields(configs[0])}
-    wanted = dict(num_envs=args.num_envs, total_steps=args.num_envs * args.num_steps)
-    config = configs[0](**{k: v for k, v in wanted.items() if k in fields})
-    train = jax.jit(module.make_train(config, jaxsim.make(args.env)))
-    key = jax.random.key(args.seed)
+# ------------------------------------------------------------------------- any agent at its preset
+def agent_case(args, name: str, env_id: str | None = None, **overrides) -> Case:
+    """One update of `agents.train`'s algorithm `name` at its preset for the environment
+    (`overrides` on top), from a runner past `learning_starts`, so replay agents learn in it."""
+    from agents.algorithms import ALGORITHMS, agent_type
+    from agents.presets import config_for
+
+    if name not in ALGORITHMS:
+        raise Skipped(f"no agent {name!r} in agents/ (it has {list(ALGORITHMS)})")
+    env_id = env_id or args.env
+    config = config_for(env_id, name, **overrides)
+    agent = agent_type(name)(config, jaxsim.make(env_id))
+    run = agent.jit_run(1, vmapped=False)
+    runner = jax.jit(agent.init)(jax.random.key(args.seed))
+    # Warm-up with the very function profiled (no second compile), until gradient steps run.
+    warmup = math.ceil(getattr(config, "learning_starts", 0) / config.steps_per_update)
+    for _ in range(warmup):
+        runner, _ = run(runner)
+
+    def check(out) -> str | None:
+        leaves = [np.asarray(x) for x in jax.tree.leaves(out[1].loss)]
+        if not all(np.isfinite(x).all() for x in leaves):
+            return f"non-finite {name} loss metrics"
+        if warmup and not any(np.abs(x).sum() > 0 for x in leaves):
+            return f"{name} took no gradient step in the profiled update"
+        return None
+
+    grad_steps = getattr(config, "gradient_steps", None) or (
+        config.update_epochs * config.num_minibatches
+    )
     return Case(
-        label=name,
-        kind="off-policy",
-        fn=lambda: train(key),
-        steps_per_iteration=getattr(config, "total_steps", args.num_envs * args.num_steps),
-        check=lambda out: None,
+        label=f"{name}_{env_id}",
+        kind="on-policy" if name == "ppo" else "off-policy",
+        fn=lambda: run(runner),
+        steps_per_iteration=config.steps_per_update,
+        check=check,
         phases=(*DEFAULT_PHASES, *OFF_POLICY_PHASES),
-        notes="one whole short training run per iteration",
+        notes=f"one update at the {env_id} preset: {config.steps_per_update} env steps, "
+        f"{grad_steps} gradient steps",
     )

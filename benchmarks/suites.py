@@ -128,6 +128,12 @@ def _breakdown_args(p: Plan) -> list[str]:
     return ["--cases", ",".join(cases), *(["--quick"] if p.mode == "quick" else [])]
 
 
+def _offpolicy_args(p: Plan) -> list[str]:
+    if p.mode == "smoke":
+        return "--envs CartPole-v1 --iterations 1 --repeats 1 --min-time 0".split()
+    return ["--quick"] if p.mode == "quick" else []
+
+
 SUITES: dict[str, Suite] = {
     s.name: s
     for s in (
@@ -156,9 +162,8 @@ SUITES: dict[str, Suite] = {
             "offpolicy",
             "benchmarks.offpolicy",
             "offpolicy",
-            "off-policy (DQN/SAC) time-to-solve",
-            lambda p: [],
-            missing_reason="no off-policy agent (DQN, SAC) exists in agents/ yet",
+            "simulation share of an update: PPO beside DQN (CartPole) and SAC (Pendulum)",
+            _offpolicy_args,
         ),
         Suite(
             "breakdown",

@@ -1,0 +1,155 @@
+"""What every agent shares: input checks, the jitted run loop with its progress reports,
+evaluation. An algorithm (`PPO`, `DQN`, `SAC`) subclasses `Agent` and writes `init`, `update`
+and `policy`; its config has `steps_per_update`, `num_updates`, `log_every`, `eval_envs` and
+`rollout_backend`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxsim
+from agents import callbacks
+from agents.structs import Metrics
+
+
+class Agent:
+    """One algorithm on one jaxsim environment: `init(key)`, `update(runner)`, `run`, `evaluate`.
+
+    Every method is a pure function of its arguments (jit and vmap them freely). The runner
+    (whatever `init` returns) carries everything a run needs, the PRNG key and an int32
+    `update` count included, so `run(run(s, k), n - k)` equals `run(s, n)` bit for bit.
+    `progress`, if given, is called on the host with a `Metrics` of numpy scalars every
+    `config.log_every` updates of `run` and at its end, once per seed under vmap (from a single
+    device-to-host call carrying every seed's metrics).
+    """
+
+    name: ClassVar[str]  # "ppo": the command's algorithm and the checkpoint's
+    config_type: ClassVar[type]
+
+    def __init__(
+        self,
+        config,
+        env: jaxsim.Env,
+        env_params=None,
+        progress: Callable[[Metrics], None] | None = None,
+    ):
+        cls = type(self).__name__
+        if not isinstance(config, self.config_type):
+            raise TypeError(
+                f"{cls}: config must be a {self.config_type.__name__}, got {type(config).__name__}"
+            )
+        if not isinstance(env, jaxsim.Env):
+            raise TypeError(f"{cls}: env must be a jaxsim.Env (see jaxsim.make), got {env!r}")
+        self.config = config
+        self.env = env
+        self.env_params = env.default_params if env_params is None else env_params
+        self.obs_shape = env.observation_space(self.env_params).shape
+        self.action_space = env.action_space(self.env_params)
+        self.progress = progress
+        self._jitted: dict[tuple[int, bool], Callable] = {}
+        self.setup()
+        # Trace (never compile) a one-step rollout, so an unknown backend fails here.
+        jax.eval_shape(
+            lambda key: jaxsim.rollout(
+                env, "random", 1, key=key, params=self.env_params, backend=config.rollout_backend
+            ),
+            jax.random.key(0),
+        )
+
+    # ------------------------------------------------------------------ what an algorithm writes
+    def setup(self) -> None:
+        """Builds networks and optimisers from `self.config`; a ValueError if the env's spaces
+        do not suit the algorithm. Called by `__init__` before the rollout backend is checked."""
+
+    def init(self, key: jax.Array) -> Any:
+        raise NotImplementedError
+
+    def update(self, runner) -> tuple[Any, Metrics]:
+        raise NotImplementedError
+
+    def policy(self, runner, deterministic: bool = False):
+        """The runner's acting policy, a `jaxsim.rollout` policy over raw observations."""
+        raise NotImplementedError
+
+    # -------------------------------------------------------------------------------------- run
+    def run(self, runner, num_updates: int) -> tuple[Any, Metrics]:
+        """`num_updates` updates from `runner` -> (runner, Metrics with leading [num_updates])."""
+        every = self.config.log_every
+
+        def body(runner, i):
+            runner, metrics = self.update(runner)
+            if self.progress is not None:
+                # The predicate depends on the scan index only, never on a (vmapped) state
+                # leaf, so under vmap it stays a real branch and skipped updates cost nothing.
+                report = ((i + 1) % every == 0) | (i == num_updates - 1)
+                callbacks.report_when(report, self._report, metrics)
+            return runner, metrics
+
+        return jax.lax.scan(body, runner, jnp.arange(num_updates, dtype=jnp.int32))
+
+    def _report(self, metrics: Metrics) -> None:
+        # Counts travel as float32 (exact below 2**24); steps are rebuilt from the update.
+        update = int(metrics.update)
+        steps = np.int64(update) * self.config.steps_per_update
+        self.progress(metrics.replace(update=np.int32(update), steps=steps))
+
+    def jit_run(self, num_updates: int, vmapped: bool = True) -> Callable:
+        """`run` jitted for a fixed chunk size (over a leading seed axis if vmapped), cached."""
+        key = (int(num_updates), bool(vmapped))
+        if key not in self._jitted:
+            fn = functools.partial(self.run, num_updates=key[0])
+            self._jitted[key] = jax.jit(jax.vmap(fn) if vmapped else fn)
+        return self._jitted[key]
+
+    def metrics(self, update: jax.Array, last_return: jax.Array, episodes, loss) -> Metrics:
+        """The Metrics of the update that leaves the runner at `update` updates done."""
+        return Metrics(
+            update=update,
+            steps=update * self.config.steps_per_update,
+            mean_return=last_return,
+            episodes=episodes,
+            loss=loss,
+        )
+
+    # ------------------------------------------------------------------------------- evaluation
+    def evaluate(self, runner, key: jax.Array) -> jax.Array:
+        """Returns of `config.eval_envs` episodes of the deterministic policy -> float32[eval_envs].
+
+        Every environment starts at step 0 and runs `max_episode_steps` steps, so each finishes
+        at least one episode; its first one counts.
+        """
+        c = self.config
+        n = int(self.env_params.max_episode_steps)
+        traj = jaxsim.rollout(
+            self.env,
+            self.policy(runner, deterministic=True),
+            n,
+            num_envs=c.eval_envs,
+            key=key,
+            params=self.env_params,
+            backend=c.rollout_backend,
+        )
+        first = jnp.argmax(traj.done, axis=0)
+        return traj.episode_return[first, jnp.arange(c.eval_envs)]
+
+
+def latest_return(traj: jaxsim.Trajectory, last_return: jax.Array):
+    """(mean return of the episodes `traj` finished, else `last_return`; how many finished)."""
+    episodes = traj.episode_stats()
+    return jnp.where(episodes.count > 0, episodes.mean_return, last_return), episodes.count
+
+
+def train_fn(agent: Agent) -> Callable[[jax.Array], tuple[Any, Metrics]]:
+    """`train(key) -> (final runner, Metrics[num_updates])`: a whole run of `agent` from `key`."""
+
+    def train(key: jax.Array) -> tuple[Any, Metrics]:
+        return agent.run(agent.init(key), agent.config.num_updates)
+
+    return train

@@ -1,0 +1,242 @@
+"""What DQN and SAC share: the config fields of a replay-based agent, its runner state, and the
+update (a rollout into the replay buffer, then gradient steps on sampled minibatches and target
+network updates), as an `Agent` subclass each algorithm completes with its networks and loss.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+import jaxsim
+from agents import replay
+from agents.agent import Agent, latest_return
+from agents.config import (
+    ConfigMixin,
+    check_common,
+    check_positive,
+    check_positive_ints,
+    config_field,
+)
+from jaxsim.policies import flat_obs
+
+
+@dataclasses.dataclass(frozen=True)
+class OffPolicyConfig(ConfigMixin):
+    """The fields every replay-based agent has. Subclasses redeclare defaults and add their own."""
+
+    total_steps: int = config_field(
+        50_000, "Environment steps per seed over the run; rounded down to whole updates."
+    )
+    num_envs: int = config_field(4, "Environments stepped in parallel per seed.")
+    num_steps: int = config_field(
+        64, "Steps per environment in each rollout (between rounds of gradient steps)."
+    )
+    buffer_size: int = config_field(100_000, "Replay buffer capacity in transitions, per seed.")
+    learning_starts: int = config_field(
+        1_000, "Transitions collected before the first gradient step."
+    )
+    batch_size: int = config_field(64, "Transitions per minibatch sampled from the buffer.")
+    gradient_steps: int = config_field(128, "Gradient steps after each rollout.")
+    learning_rate: float = config_field(1e-3, "Adam step size.")
+    gamma: float = config_field(0.99, "Discount factor.")
+    tau: float = config_field(
+        1.0, "Target networks move this fraction towards the online ones (1: a copy)."
+    )
+    target_update_every: int = config_field(1, "Gradient steps between target network updates.")
+    hidden: tuple[int, ...] = config_field((256, 256), "Hidden layer widths (ReLU) of every net.")
+    eval_envs: int = config_field(
+        32, "Environments (one episode each) in the deterministic evaluation."
+    )
+    log_every: int = config_field(
+        10, "Updates between progress callbacks (and at the end of each run call)."
+    )
+    rollout_backend: str = config_field(
+        "scan",
+        '`jaxsim.rollout` backend ("auto" takes "scan" for these policies; "fused" if asked).',
+    )
+
+    def __post_init__(self):
+        self.validate()
+
+    @property
+    def steps_per_update(self) -> int:
+        """Transitions per rollout: num_envs * num_steps."""
+        return self.num_envs * self.num_steps
+
+    @property
+    def num_updates(self) -> int:
+        return self.total_steps // self.steps_per_update
+
+    @property
+    def held_when_learning_starts(self) -> int:
+        """Transitions in the buffer at the first gradient step (it follows a whole rollout)."""
+        rollouts = max(1, math.ceil(self.learning_starts / self.steps_per_update))
+        return min(self.buffer_size, rollouts * self.steps_per_update)
+
+    def validate(self) -> None:
+        check_common(self, self.steps_per_update)
+        check_positive_ints(self, ("buffer_size", "batch_size", "gradient_steps"))
+        check_positive_ints(self, ("target_update_every",))
+        if isinstance(self.learning_starts, bool) or not isinstance(self.learning_starts, int):
+            self.fail(f"learning_starts must be an integer, got {self.learning_starts!r}")
+        if not 0 <= self.learning_starts < self.total_steps:
+            self.fail(
+                f"learning_starts={self.learning_starts} must be in [0, total_steps="
+                f"{self.total_steps}): the run would never take a gradient step"
+            )
+        if self.buffer_size < self.steps_per_update:
+            self.fail(
+                f"buffer_size={self.buffer_size} is smaller than one rollout batch (num_envs * "
+                f"num_steps = {self.steps_per_update}): a rollout would overwrite itself"
+            )
+        if self.batch_size > self.held_when_learning_starts:
+            self.fail(
+                f"batch_size={self.batch_size} is larger than the {self.held_when_learning_starts}"
+                f" transitions the buffer holds when learning starts (learning_starts="
+                f"{self.learning_starts}, rollouts of {self.steps_per_update}, buffer_size="
+                f"{self.buffer_size})"
+            )
+        check_positive(self, ("tau",))
+        if self.tau > 1:
+            self.fail(f"tau must be in (0, 1], got {self.tau!r}")
+
+
+@struct.dataclass
+class OffPolicyState:
+    """Everything a DQN or SAC run carries between updates (a seed axis under vmap)."""
+
+    params: dict[str, Any]  # the online networks
+    target: Any  # the target networks (params[agent.TARGET]'s structure)
+    opt_state: Any
+    buffer: replay.ReplayBuffer
+    env_state: jaxsim.RolloutState
+    key: jax.Array
+    update: jax.Array  # int32: updates done
+    grad_steps: jax.Array  # int32: gradient steps done (paces the target updates)
+    last_return: jax.Array  # float32: mean return of the latest finished episodes (NaN: none yet)
+
+
+@struct.dataclass
+class Learner:
+    """The part of OffPolicyState that gradient steps change."""
+
+    params: dict[str, Any]
+    target: Any
+    opt_state: Any
+    grad_steps: jax.Array
+
+
+def flatten_obs(obs: jax.Array, obs_shape: tuple[int, ...]) -> jax.Array:
+    """[..., *obs_shape] -> [..., prod(obs_shape)]: MLPs take any observation shape."""
+    return flat_obs(obs, obs.ndim - len(obs_shape))
+
+
+class OffPolicy(Agent):
+    """A replay-based agent. Subclasses set `TARGET` (the params entry with a target copy), build
+    `self.init_params` and `self.optimizer` in `setup`, and write `policy` and `loss`."""
+
+    TARGET: ClassVar[str]
+    LossInfo: ClassVar[type]
+
+    def setup(self) -> None:
+        self.example = replay.example_transition(self.env, self.env_params)
+        self.obs_dim = math.prod(self.obs_shape)
+
+    def init(self, key: jax.Array) -> OffPolicyState:
+        k_net, k_env, k_run = jax.random.split(key, 3)
+        params = self.init_params(k_net)
+        return OffPolicyState(
+            params=params,
+            target=params[self.TARGET],
+            opt_state=self.optimizer.init(params),
+            buffer=replay.init(self.config.buffer_size, self.example),
+            env_state=jaxsim.initial_state(self.env, k_env, self.config.num_envs, self.env_params),
+            key=k_run,
+            update=jnp.int32(0),
+            grad_steps=jnp.int32(0),
+            last_return=jnp.float32(jnp.nan),
+        )
+
+    def loss(self, params, target, batch: replay.Transition, key: jax.Array):
+        """(scalar loss to minimise, LossInfo of scalars) on a sampled minibatch [batch_size]."""
+        raise NotImplementedError
+
+    def update(self, runner: OffPolicyState):
+        """One update: a rollout of num_envs x num_steps into the buffer, then (once the buffer
+        holds learning_starts transitions) gradient_steps minibatch steps."""
+        c = self.config
+        key, k_rollout, k_learn = jax.random.split(runner.key, 3)
+        with jax.named_scope("rollout"):
+            traj = jaxsim.rollout(
+                self.env,
+                self.policy(runner),
+                c.num_steps,
+                num_envs=c.num_envs,
+                key=k_rollout,
+                params=self.env_params,
+                state=runner.env_state,
+                backend=c.rollout_backend,
+            )
+        with jax.named_scope("replay"):
+            buffer = replay.add(runner.buffer, replay.from_trajectory(traj))
+        learner = Learner(runner.params, runner.target, runner.opt_state, runner.grad_steps)
+
+        def learn(learner):
+            step = lambda lr, k: self._gradient_step(buffer, lr, k)  # noqa: E731
+            learner, info = jax.lax.scan(step, learner, jax.random.split(k_learn, c.gradient_steps))
+            return learner, jax.tree.map(jnp.mean, info)
+
+        def wait(learner):
+            return learner, jax.tree.map(jnp.zeros_like, jax.eval_shape(learn, learner)[1])
+
+        # Under vmap the predicate is batched and this becomes a select: before learning starts
+        # the gradient steps run and are discarded (a few updates of a run).
+        learner, info = jax.lax.cond(buffer.size >= c.learning_starts, learn, wait, learner)
+        last_return, episodes = latest_return(traj, runner.last_return)
+        runner = OffPolicyState(
+            params=learner.params,
+            target=learner.target,
+            opt_state=learner.opt_state,
+            buffer=buffer,
+            env_state=traj.final_state,
+            key=key,
+            update=runner.update + 1,
+            grad_steps=learner.grad_steps,
+            last_return=last_return,
+        )
+        return runner, self.metrics(runner.update, last_return, episodes, info)
+
+    def _gradient_step(self, buffer: replay.ReplayBuffer, learner: Learner, key: jax.Array):
+        c = self.config
+        k_sample, k_loss = jax.random.split(key)
+        with jax.named_scope("replay"):
+            batch = replay.sample(buffer, k_sample, c.batch_size)
+        with jax.named_scope("loss"):
+            loss, vjp_fn, info = jax.vjp(
+                lambda p: self.loss(p, learner.target, batch, k_loss), learner.params, has_aux=True
+            )
+        with jax.named_scope("backward"):
+            (grads,) = vjp_fn(jnp.ones_like(loss))
+        with jax.named_scope("optimizer"):
+            updates, opt_state = self.optimizer.update(grads, learner.opt_state, learner.params)
+            params = optax.apply_updates(learner.params, updates)
+        grad_steps = learner.grad_steps + 1
+        with jax.named_scope("target_update"):
+            due = grad_steps % c.target_update_every == 0
+            target = jax.tree.map(
+                lambda t, p: jnp.where(due, c.tau * p + (1.0 - c.tau) * t, t),
+                learner.target,
+                params[self.TARGET],
+            )
+        return Learner(params, target, opt_state, grad_steps), info
+
+    def steps_done(self, runner: OffPolicyState) -> jax.Array:
+        """Environment steps done so far, per seed, as float32 (what exploration schedules use)."""
+        return (runner.update * self.config.steps_per_update).astype(jnp.float32)

@@ -1,0 +1,160 @@
+"""On-policy vs off-policy: the share of a training update spent simulating, PPO beside DQN/SAC.
+
+Usage:
+  python -m benchmarks.offpolicy            # 10 traced + 10 timed updates per case
+  python -m benchmarks.offpolicy --quick    # 3 + 3; about a minute on 2 cores
+
+RL-Scope (arXiv 2102.04285) found on-policy algorithms at least 3.5x more simulation-bound than
+off-policy ones. Each case is one update of `agents.train`'s algorithm at its preset (fixed,
+stated hyperparameters: the share depends on gradient steps per environment step), as a one-jit
+jaxsim loop, profiled by `benchmarks.breakdown.measure` (`jaxsim.profile`: device time per named
+phase, compile apart, trace overhead taken out) into its categories. Pairs share an
+environment: PPO vs DQN on CartPole-v1, PPO vs SAC on Pendulum-v1. The ratio is PPO's
+simulation share over the off-policy agent's. DQN and SAC are profiled past `learning_starts`.
+Loops stepping Gymnasium's CPU environments (RL-Scope's setting) are measured for PPO only
+(`python -m benchmarks.breakdown --cases gym_sync`): no Gymnasium-loop DQN or SAC exists here.
+Writes runs/bench/offpolicy_<machine>[_quick].json with provenance and a PNG beside it
+(`python -m benchmarks report --publish` copies a run's records into benchmarks/results/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from pathlib import Path
+
+from benchmarks._common import finite_json, machine_tag, provenance, write_json_atomic
+from benchmarks.arguments import split_list, unknown_names
+from benchmarks.breakdown import CATEGORIES, COLORS, measure
+from benchmarks.breakdown_cases import Skipped, agent_case
+from benchmarks.formatting import format_table
+from benchmarks.paths import RUNS_DIR
+
+# environment -> (on-policy, off-policy) algorithms compared on it
+PAIRS = {"CartPole-v1": ("ppo", "dqn"), "Pendulum-v1": ("ppo", "sac")}
+PUBLISHED = ">= 3.5x (RL-Scope, arXiv 2102.04285)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.offpolicy", description=__doc__)
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.add_argument("--envs", default=",".join(PAIRS), help=f"of {', '.join(PAIRS)}")
+    p.add_argument("--iterations", type=int, default=10, help="attributed traced updates")
+    p.add_argument("--repeats", type=int, default=10, help="uninstrumented updates (at least)")
+    p.add_argument("--min-time", type=float, default=1.0, help="seconds of calls per measurement")
+    p.add_argument("--rounds", type=int, default=1, help="profiles per case (overhead error)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quick", action="store_true", help="3 traced and 3 timed updates")
+    p.add_argument("--out", type=Path, default=None, help="JSON path (PNG written beside it)")
+    p.add_argument("--trace-dir", type=Path, default=None, help="keep each case's trace here")
+    return p
+
+
+def compare(results: list[dict]) -> list[dict]:
+    """Per environment: each algorithm's simulation share and PPO's over the off-policy one's."""
+    ok = {(r["algorithm"], r["env"]): r for r in results if r["status"] == "ok"}
+    rows = []
+    for env_id, (on, off) in PAIRS.items():
+        if (on, env_id) not in ok or (off, env_id) not in ok:
+            continue
+        on_share = ok[on, env_id]["category_shares"]["simulation"]
+        off_share = ok[off, env_id]["category_shares"]["simulation"]
+        rows.append(
+            {
+                "env": env_id,
+                "on_policy": on,
+                "off_policy": off,
+                "on_policy_simulation_share": on_share,
+                "off_policy_simulation_share": off_share,
+                "ratio": on_share / off_share if off_share > 0 else None,
+                "published": PUBLISHED,
+            }
+        )
+    return rows
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.quick:
+        args.iterations, args.repeats, args.min_time = 3, 3, 0.2
+    envs = split_list(args.envs)
+    problem = unknown_names(envs, list(PAIRS), "environment(s)")
+    if problem:
+        raise SystemExit(problem)
+    results = []
+    for env_id in envs:
+        for algorithm in PAIRS[env_id]:
+            label = f"{algorithm}_{env_id}"
+            print(f"[offpolicy] {label} ...", flush=True)
+            try:
+                record = measure(agent_case(args, algorithm, env_id), args)
+            except Skipped as e:
+                record = {"case": label, "status": "skipped", "reason": str(e)}
+            except Exception as e:  # one broken case must not lose the others' results
+                traceback.print_exc()
+                record = {"case": label, "status": "failed", "error": f"{type(e).__name__}: {e}"}
+            results.append({"algorithm": algorithm, "env": env_id, **record})
+    comparison = compare(results)
+    tag = machine_tag() + ("_quick" if args.quick else "")
+    out = args.out or RUNS_DIR / f"offpolicy_{tag}.json"
+    record = {
+        "benchmark": "offpolicy",
+        "provenance": provenance(["optax"]),
+        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "categories": {k: list(v) for k, v in CATEGORIES.items()},
+        "results": results,
+        "comparison": comparison,
+        "gymnasium_loops": "PPO only (benchmarks.breakdown gym_sync); no Gymnasium-loop DQN/SAC",
+    }
+    write_json_atomic(out, finite_json(record))
+    png = _plot(results, out.with_suffix(".png"))
+    print(_table(results, comparison))
+    print(f"wrote {out}" + (f" and {png}" if png else ""))
+    return 0 if all(r["status"] != "failed" for r in results) else 1
+
+
+def _plot(results, png: Path) -> Path | None:
+    ok = [r for r in results if r["status"] == "ok"]
+    if not ok:
+        return None
+    try:
+        from jaxsim.profiler import plot_stacked
+
+        title = "one update at each preset: where the time goes"
+        plot_stacked({r["case"]: r["categories_s"] for r in ok}, png, title=title, colors=COLORS)
+    except ImportError as e:
+        print(f"PNG skipped: matplotlib is not installed ({e})")
+        return None
+    return png
+
+
+def _table(results, comparison) -> str:
+    rows = []
+    for r in results:
+        if r["status"] != "ok":
+            rows.append([r["case"], r["status"], "", "", r.get("reason") or r.get("error")])
+            continue
+        s = r["category_shares"]
+        rows.append(
+            [
+                r["case"],
+                f"{1e3 * r['wall_s']:.1f}",
+                f"{100 * s['simulation']:.1f}%",
+                f"{100 * s['policy inference']:.1f}%",
+                r["notes"],
+            ]
+        )
+    lines = [format_table(["case", "ms/update", "simulation", "policy", "what"], rows)]
+    for c in comparison:
+        ratio = "n/a" if c["ratio"] is None else f"{c['ratio']:.1f}x"
+        lines.append(
+            f"{c['env']}: {c['on_policy']} is {ratio} more simulation-bound than "
+            f"{c['off_policy']} ({100 * c['on_policy_simulation_share']:.1f}% vs "
+            f"{100 * c['off_policy_simulation_share']:.1f}%); published {PUBLISHED}"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
