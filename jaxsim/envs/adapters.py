@@ -95,6 +95,29 @@ def declared_dataclass(name: str, fields: dict[str, tuple], doc: str, pytree: bo
     return struct.dataclass(cls) if pytree else dataclasses.dataclass(frozen=True)(cls)
 
 
+def adapter_class(base: type, env_id: str, params_fields: dict, config_fields=None, **attrs):
+    """The subclass of `base` wrapping one library environment (one class per id, so equal
+    environments hash equal): its declared params and, if given, static config.
+
+    `params_fields` and `config_fields` are as `declared_dataclass` takes them; `attrs` are
+    further class attributes (e.g. the library's environment object).
+    """
+    name = base.__name__.removesuffix("Env") + "".join(
+        c for c in env_id.split("/", 1)[1].title() if c.isalnum()
+    )
+    namespace = {
+        "id": env_id,
+        "params_type": declared_dataclass(f"{name}Params", params_fields, f"Params of {env_id}."),
+        "__doc__": f"{env_id} through jaxsim (see {base.__module__}).",
+        **attrs,
+    }
+    if config_fields is not None:
+        namespace["config_type"] = declared_dataclass(
+            f"{name}Config", config_fields, f"Static config of {env_id}.", pytree=False
+        )
+    return type(name, (base,), namespace)
+
+
 def max_steps_field(default: int, library: str) -> tuple:
     doc = f"time limit: truncated once this many steps are taken (owned by jaxsim, not {library})"
     return (int, int(default), doc, {"ge": 1, "lt": 2**31})

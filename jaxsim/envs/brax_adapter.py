@@ -78,24 +78,7 @@ def env_class(name: str) -> type[BraxEnv]:
             doc = f"brax {name} constructor argument {arg.name}"
             config_fields[arg.name] = (kind, arg.default, doc, {})
     params_fields["max_episode_steps"] = adapters.max_steps_field(EPISODE_LENGTH, PREFIX)
-    cls_name = "".join(c for c in name.title() if c.isalnum())
-    config_type = adapters.declared_dataclass(
-        f"Brax{cls_name}Config", config_fields, f"Static config of {env_id}.", pytree=False
-    )
-    params_type = adapters.declared_dataclass(
-        f"Brax{cls_name}Params", params_fields, f"Params of {env_id}."
-    )
-    return type(
-        f"Brax{cls_name}",
-        (BraxEnv,),
-        {
-            "id": env_id,
-            "params_type": params_type,
-            "config_type": config_type,
-            "_brax_name": name,
-            "__doc__": f"brax's {name} through jaxsim (see jaxsim.envs.brax_adapter).",
-        },
-    )
+    return adapters.adapter_class(BraxEnv, env_id, params_fields, config_fields, _brax_name=name)
 
 
 def make(name: str, **kwargs) -> BraxEnv:

@@ -70,12 +70,6 @@ def _space(space, obs: bool):
     raise TypeError(f"gymnax adapter: a {kind} {role} space is not supported (Discrete, Box are)")
 
 
-def ids() -> list[str]:
-    """gymnax's registered ids, as jaxsim ids ("gymnax/<id>")."""
-    gymnax = adapters.import_library("gymnax", f"{PREFIX}/...", PREFIX)
-    return [f"{PREFIX}/{name}" for name in gymnax.registered_envs]
-
-
 @functools.cache
 def env_class(name: str) -> type[GymnaxEnv]:
     """The jaxsim class wrapping gymnax's `name` (one per id, so equal envs hash equal)."""
@@ -98,21 +92,13 @@ def env_class(name: str) -> type[GymnaxEnv]:
         exposed.append(f.name)
     limit = gymnax_params.max_steps_in_episode
     fields["max_episode_steps"] = adapters.max_steps_field(limit, PREFIX)
-    cls_name = "".join(c for c in name.title() if c.isalnum())
-    params_type = adapters.declared_dataclass(
-        f"Gymnax{cls_name}Params", fields, f"Params of {env_id}: gymnax's EnvParams, declared."
-    )
-    return type(
-        f"Gymnax{cls_name}",
-        (GymnaxEnv,),
-        {
-            "id": env_id,
-            "params_type": params_type,
-            "_gymnax_env": gymnax_env,
-            "_gymnax_params": gymnax_params,
-            "_exposed": tuple(exposed),
-            "__doc__": f"gymnax's {name} through jaxsim (see jaxsim.envs.gymnax_adapter).",
-        },
+    return adapters.adapter_class(
+        GymnaxEnv,
+        env_id,
+        fields,
+        _gymnax_env=gymnax_env,
+        _gymnax_params=gymnax_params,
+        _exposed=tuple(exposed),
     )
 
 

@@ -73,22 +73,8 @@ def env_class(name: str) -> type[PlaygroundEnv]:
         if key not in _CONFIG_SKIPPED and kind is not None:
             config_fields[key] = (kind, default[key], f"Playground {name} config.{key}", {})
     params_fields = {"max_episode_steps": adapters.max_steps_field(default.episode_length, PREFIX)}
-    config_type = adapters.declared_dataclass(
-        f"Playground{name}Config", config_fields, f"Static config of {env_id}.", pytree=False
-    )
-    params_type = adapters.declared_dataclass(
-        f"Playground{name}Params", params_fields, f"Params of {env_id}."
-    )
-    return type(
-        f"Playground{name}",
-        (PlaygroundEnv,),
-        {
-            "id": env_id,
-            "params_type": params_type,
-            "config_type": config_type,
-            "_playground_name": name,
-            "__doc__": f"MuJoCo Playground's {name} (see jaxsim.envs.playground_adapter).",
-        },
+    return adapters.adapter_class(
+        PlaygroundEnv, env_id, params_fields, config_fields, _playground_name=name
     )
 
 
