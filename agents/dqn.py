@@ -20,7 +20,7 @@ from flax import struct
 import jaxsim
 from agents import losses
 from agents.agent import train_fn
-from agents.config import config_field
+from agents.config import check_positive, config_field
 from agents.networks import HIDDEN_GAIN, Layers
 from agents.offpolicy import OffPolicy, OffPolicyConfig, OffPolicyState, flatten_obs
 from agents.structs import Metrics
@@ -31,7 +31,8 @@ from jaxsim.policies import init_mlp, mlp_apply
 class DQNConfig(OffPolicyConfig):
     """Every knob of a DQN run. Defaults are rl-zoo's CartPole-v1 settings (4 envs x 64 steps
     for SB3's train_freq 256; its target copy every 10 env steps lands between rounds of
-    gradient steps, which is target_update_every = gradient_steps here)."""
+    gradient steps, which is target_update_every = gradient_steps here). They failed one seed
+    in three on CartPole here; its preset (agents/presets.py) is cleanrl's."""
 
     learning_rate: float = config_field(2.3e-3, "Adam step size.")
     target_update_every: int = config_field(128, "Gradient steps between target network updates.")
@@ -41,6 +42,14 @@ class DQNConfig(OffPolicyConfig):
         0.16, "Fraction of total_steps over which epsilon falls linearly from start_e to end_e."
     )
     max_grad_norm: float = config_field(10.0, "Global gradient-norm clipping threshold.")
+    anneal_lr: bool = config_field(
+        False, "Decay the learning rate linearly to 0 over the run's gradient steps."
+    )
+    huber_delta: float = config_field(
+        1.0,
+        "TD errors up to this get the squared loss, larger ones a linear one (Huber; SB3: 1). "
+        "Above any TD error the task can produce it is the squared error (cleanrl's loss).",
+    )
 
     def validate(self) -> None:
         super().validate()
@@ -51,6 +60,7 @@ class DQNConfig(OffPolicyConfig):
             self.fail(f"exploration_fraction must be in (0, 1], got {self.exploration_fraction!r}")
         if not self.max_grad_norm > 0:
             self.fail(f"max_grad_norm must be > 0, got {self.max_grad_norm!r}")
+        check_positive(self, ("huber_delta",))
 
 
 @struct.dataclass
@@ -113,8 +123,12 @@ class DQN(OffPolicy):
         sizes = (self.obs_dim, *c.hidden, self.num_actions)
         gains = (HIDDEN_GAIN,) * len(c.hidden) + (1.0,)
         self.init_params = lambda key: {"q": init_mlp(key, sizes, gains)}
+        learning_rate = c.learning_rate
+        if c.anneal_lr:
+            # The optimizer counts only the gradient steps taken, from learning_starts on.
+            learning_rate = optax.linear_schedule(c.learning_rate, 0.0, c.total_gradient_steps)
         self.optimizer = optax.chain(
-            optax.clip_by_global_norm(c.max_grad_norm), optax.adam(c.learning_rate)
+            optax.clip_by_global_norm(c.max_grad_norm), optax.adam(learning_rate)
         )
 
     def epsilon(self, runner: OffPolicyState) -> jax.Array:
@@ -140,7 +154,7 @@ class DQN(OffPolicy):
             mlp_apply(target, next_obs, jax.nn.relu),
             self.config.gamma,
         )
-        q_loss = optax.huber_loss(q, y).mean()
+        q_loss = optax.huber_loss(q, y, delta=self.config.huber_delta).mean()
         return q_loss, DQNLossInfo(q_loss, q.mean(), jnp.float32(0.0))
 
     def update(self, runner: OffPolicyState):

@@ -75,10 +75,19 @@ class OffPolicyConfig(ConfigMixin):
         return self.total_steps // self.steps_per_update
 
     @property
+    def first_learning_update(self) -> int:
+        """The update (1-based) whose rollout brings the buffer to learning_starts transitions."""
+        return max(1, math.ceil(self.learning_starts / self.steps_per_update))
+
+    @property
     def held_when_learning_starts(self) -> int:
         """Transitions in the buffer at the first gradient step (it follows a whole rollout)."""
-        rollouts = max(1, math.ceil(self.learning_starts / self.steps_per_update))
-        return min(self.buffer_size, rollouts * self.steps_per_update)
+        return min(self.buffer_size, self.first_learning_update * self.steps_per_update)
+
+    @property
+    def total_gradient_steps(self) -> int:
+        """Gradient steps over the run: gradient_steps per update from the first learning one."""
+        return max(0, self.num_updates - self.first_learning_update + 1) * self.gradient_steps
 
     def validate(self) -> None:
         check_common(self, self.steps_per_update)
@@ -90,6 +99,11 @@ class OffPolicyConfig(ConfigMixin):
             self.fail(
                 f"learning_starts={self.learning_starts} must be in [0, total_steps="
                 f"{self.total_steps}): the run would never take a gradient step"
+            )
+        if self.learning_starts > self.buffer_size:
+            self.fail(
+                f"learning_starts={self.learning_starts} exceeds buffer_size={self.buffer_size}: "
+                "the buffer would never hold enough transitions to start learning"
             )
         if self.buffer_size < self.steps_per_update:
             self.fail(

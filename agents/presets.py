@@ -27,6 +27,70 @@ _PPO_PENDULUM: dict[str, Any] = dict(
     log_every=10,  # updates are ~30x heavier than CartPole's
 )
 
+# PPO, gymnax/Breakout-MinAtar: purejaxql's ppo_minatar.yaml sizes (64 envs, 4 epochs, 8
+# minibatches, annealed lr) with 64 steps per rollout (128 there) and lr 5e-4 (5e-3 there); the
+# rest is PPOConfig's (a 64-64 tanh MLP on the flattened [10, 10, 4] observations, no conv net;
+# ent_coef 0.01, 1e-4 there). Tuned only by picking the run length: the training return
+# reaches ~6 by 200k steps and stays there to 1M (evaluation 6.3 over 3 seeds; random 0.41).
+_PPO_BREAKOUT: dict[str, Any] = dict(
+    total_steps=1_000_000,
+    num_envs=64,
+    num_steps=64,
+    update_epochs=4,
+    num_minibatches=8,
+    learning_rate=5e-4,
+)
+
+# DQN, CartPole-v1: cleanrl's dqn.py (500k steps, lr 2.5e-4, buffer 10k, batch 128, a gradient
+# step every 10 env steps, epsilon 1 -> 0.05 over half the run, learning_starts 10k, a 120-84
+# ReLU net, squared TD error) as 4 envs x 10 steps with 4 gradient steps; huber_delta 100 is
+# above the TD errors seen, so the loss is cleanrl's squared error. One departure, tuned here:
+# Polyak targets (tau 0.01 per gradient step) for cleanrl's copy every 500 env steps (every 50
+# gradient steps), which evaluated 500, 500, 500 (--seed 0) but 500, 500, 241 (--seed 1); a
+# copy every 100 failed a seed of --seed 2; Polyak passed all 9 seeds of --seed 0, 1, 2.
+# rl-zoo's settings (the DQNConfig defaults: lr 2.3e-3, 128 gradient steps per 256 env steps,
+# Huber) evaluated 500, 131, 500, with the squared error 199, 500, 500. cleanrl's loss matters
+# here: under Huber (delta 1) the clipped gradient of terminal transitions let Q diverge (1e7)
+# and every seed collapsed to a return of ~9. Figures and commands: agents/README.md.
+_DQN_CARTPOLE: dict[str, Any] = dict(
+    total_steps=500_000,
+    num_envs=4,
+    num_steps=10,
+    gradient_steps=4,
+    batch_size=128,
+    buffer_size=10_000,
+    learning_starts=10_000,
+    learning_rate=2.5e-4,
+    tau=0.01,
+    target_update_every=1,
+    end_e=0.05,
+    exploration_fraction=0.5,
+    hidden=(120, 84),
+    huber_delta=100.0,
+    log_every=500,  # updates are small: 40 env steps, 4 gradient steps
+)
+
+# DQN, gymnax/Breakout-MinAtar: MinAtar's DQN (Young & Tian 2019: lr 2.5e-4, batch 32, replay
+# starts at 5k, target copied every 1000 updates, epsilon 1 -> 0.1 over the first 100k frames, a
+# gradient step every 4 frames in dopamine's MinAtar configs, Huber loss) with Adam instead of
+# RMSProp, a 256-256 MLP instead of the conv net, a 50k buffer (100k there; ~3.2 kB per
+# transition in float32), 200k steps as 4 envs x 8 steps and 8 gradient steps. Not tuned: its
+# first run evaluated 8.5 (1 seed), then 8.66 over 3 seeds (random 0.41).
+_DQN_BREAKOUT: dict[str, Any] = dict(
+    total_steps=200_000,
+    num_envs=4,
+    num_steps=8,
+    gradient_steps=8,
+    batch_size=32,
+    buffer_size=50_000,
+    learning_starts=5_000,
+    learning_rate=2.5e-4,
+    target_update_every=1_000,
+    end_e=0.1,
+    exploration_fraction=0.5,
+    log_every=250,
+)
+
 # SAC, MountainCarContinuous-v0: rl-zoo's sac.yml (50k steps, lr 3e-4, buffer 50k, batch 512,
 # fixed ent_coef 0.1, train_freq = gradient_steps = 32, gamma 0.9999, tau 0.01, net [64, 64])
 # without its gSDE exploration (use_sde, log_std_init -3.67), which agents/sac.py does not
@@ -48,9 +112,12 @@ _SAC_MOUNTAINCAR: dict[str, Any] = dict(
 )
 
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
-    "ppo": {"CartPole-v1": {}, "Pendulum-v1": _PPO_PENDULUM},
-    # rl-zoo's dqn.yml CartPole-v1 (the DQNConfig defaults).
-    "dqn": {"CartPole-v1": {}},
+    "ppo": {
+        "CartPole-v1": {},
+        "Pendulum-v1": _PPO_PENDULUM,
+        "gymnax/Breakout-MinAtar": _PPO_BREAKOUT,
+    },
+    "dqn": {"CartPole-v1": _DQN_CARTPOLE, "gymnax/Breakout-MinAtar": _DQN_BREAKOUT},
     # rl-zoo's sac.yml Pendulum-v1 (the SACConfig defaults).
     "sac": {"Pendulum-v1": {}, "MountainCarContinuous-v0": _SAC_MOUNTAINCAR},
 }

@@ -653,3 +653,94 @@ def test_report_refuses_ratios_of_zero_negative_or_nan_figures(tmp_path, capsys)
     assert "Same-run ratios" not in md and "jaxsim ÷" not in md and "-3x" not in md
     row = next(x for x in md.splitlines() if x.startswith("| GPU-vectorized simulation"))
     assert "cpu (TestCPU" not in row and "**" not in row  # no record left to measure from
+
+
+# ------------------------------------------------------------------ report: on- vs off-policy
+def _offpolicy_record(comparison=None):
+    """An offpolicy record: PPO and DQN profiled on CartPole (PPO 10x more simulation-bound)."""
+
+    def case(algorithm, kind, simulation):
+        return {
+            "algorithm": algorithm,
+            "env": "CartPole-v1",
+            "case": f"{algorithm}_CartPole-v1",
+            "kind": kind,
+            "status": "ok",
+            "wall_s": 0.01,
+            "steps_per_s": 5e4,
+            "dispatches_per_iteration": 1.0,
+            "category_shares": {"simulation": simulation, "learning": 1.0 - simulation},
+            "device_busy_fraction": 0.9,
+            "notes": f"one {algorithm} update",
+        }
+
+    return {
+        "benchmark": "offpolicy",
+        "provenance": _prov(),
+        "results": [case("ppo", "on-policy", 0.2), case("dqn", "off-policy", 0.02)],
+        "comparison": comparison
+        if comparison is not None
+        else [
+            {
+                "env": "CartPole-v1",
+                "on_policy": "ppo",
+                "off_policy": "dqn",
+                "on_policy_simulation_share": 0.2,
+                "off_policy_simulation_share": 0.02,
+                "ratio": 10.0,
+                "published": ">= 3.5x (RL-Scope, arXiv 2102.04285)",
+            }
+        ],
+        "gymnasium_loops": "PPO only",
+    }
+
+
+def test_report_shows_the_on_policy_vs_off_policy_finding(tmp_path, capsys):
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "offpolicy_cpu2_h.json").write_text(json.dumps(_offpolicy_record()))
+    # An older run skipped the suite, a later one ran it: the old reason is not shown.
+    runs = [
+        {"run_id": "r1", "suite": "offpolicy", "status": "skipped", "reason": "no agents yet"},
+        {"run_id": "r2", "suite": "offpolicy", "status": "ok", "record": "offpolicy_cpu2_h.json"},
+    ]
+    (results / front.MANIFEST).write_text("".join(json.dumps(e) + "\n" for e in runs))
+    md, err = _report(results, tmp_path, capsys)
+    row = next(x for x in md.splitlines() if x.startswith("| On-policy vs off-policy"))
+    assert (
+        "cpu (TestCPU, 2 cores): simulation share, one-jit jaxsim loops at the agents' presets: "
+        "PPO ÷ DQN = **10x** (CartPole-v1: 20% vs 2% of an update simulating). Gymnasium-loop "
+        "agents: PPO only" in row
+    )
+    assert "not measured" not in row and "no agents yet" not in md and not err
+    section = md.split("## On-policy vs off-policy\n\n")[1]
+    assert "| dqn_CartPole-v1 | off-policy |" in section and "- dqn_CartPole-v1: one dqn" in section
+    pair = next(x for x in section.splitlines() if x.startswith("| CartPole-v1 "))
+    assert [c.strip() for c in pair.split("|")[1:5]] == [
+        "CartPole-v1",
+        "PPO 20%",
+        "DQN 2%",
+        "**10x**",
+    ]
+    # A pair whose off-policy share is 0 has no ratio: said, never divided.
+    zero = _offpolicy_record()
+    zero["comparison"][0].update(off_policy_simulation_share=0.0, ratio=None)
+    (results / "offpolicy_cpu2_h.json").write_text(json.dumps(zero))
+    md, _ = _report(results, tmp_path, capsys)
+    assert "PPO ÷ DQN = – (off-policy share 0)" in md and "**10x**" not in md
+
+
+def test_report_names_what_an_offpolicy_record_lacks(tmp_path, capsys):
+    results = tmp_path / "results"
+    results.mkdir()
+    bad = _offpolicy_record()
+    bad["comparison"][0]["ratio"] = -1.0
+    del bad["comparison"][0]["off_policy"]
+    (results / "offpolicy_cpu2_h.json").write_text(json.dumps(bad))
+    md, err = _report(results, tmp_path, capsys)
+    for text in (md, err):
+        line = next(x for x in text.splitlines() if "offpolicy_cpu2_h.json" in x)
+        assert "lacks field 'comparison[0].off_policy'" in line
+        assert "field 'comparison[0].ratio' is -1.0" in line
+    row = next(x for x in md.splitlines() if x.startswith("| On-policy vs off-policy"))
+    assert "not measured: no offpolicy record" in row and "**" not in row

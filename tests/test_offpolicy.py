@@ -10,6 +10,7 @@ import re
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 from scipy.stats import norm
 from test_ppo import BANDIT, ContextBandit, _assert_trees_equal
@@ -18,6 +19,7 @@ import jaxsim
 from agents import checkpoint, losses, replay, train
 from agents.dqn import DQN, DQNConfig
 from agents.sac import SAC, SACConfig
+from jaxsim.policies import mlp_apply
 
 
 class ContinuousBandit(ContextBandit):
@@ -109,6 +111,22 @@ def test_double_q_target_hand_computed():
     np.testing.assert_allclose(y, [19.0, 2.0, 48.0], rtol=1e-6)
 
 
+@pytest.mark.parametrize("huber_delta, expected", [(1.0, 2.5), (100.0, 4.5)])
+def test_dqn_loss_is_squared_up_to_huber_delta_then_linear(huber_delta, expected):
+    agent = DQN(dataclasses.replace(DQN_BANDIT, huber_delta=huber_delta), BANDIT)
+    params = agent.init_params(jax.random.key(0))
+    obs = jnp.array([[-1.0], [1.0]])
+    action = jnp.array([0, 1], jnp.int32)
+    q = jnp.take_along_axis(mlp_apply(params["q"], obs, jax.nn.relu), action[:, None], 1)[:, 0]
+    # Terminated: the target is the reward alone, 3 above Q (errors of 3 and -3 alike).
+    reward = q + jnp.array([3.0, -3.0])
+    done = jnp.array([True, True])
+    batch = replay.Transition(obs, action, reward, obs, done, ~done)
+    loss, _ = agent.loss(params, params["q"], batch, jax.random.key(1))
+    # Huber: 0.5 * 3^2 = 4.5 where 3 <= delta, else delta * (3 - delta / 2) = 2.5 at delta 1.
+    np.testing.assert_allclose(loss, expected, rtol=1e-5)
+
+
 def test_sac_target_hand_computed():
     reward = jnp.array([1.0, 1.0, 1.0])
     terminated = jnp.array([False, True, False])  # the third is truncated: it bootstraps
@@ -152,6 +170,25 @@ def test_learns_trivial_task(agent_cls, config, env):
     assert np.isfinite(np.asarray(jax.tree.leaves(metrics.loss))).all()
 
 
+def test_annealed_learning_rate_ends_at_zero_on_the_last_gradient_step():
+    config = dataclasses.replace(DQN_BANDIT, anneal_lr=True)
+    agent = DQN(config, BANDIT)
+    final, _ = jax.jit(lambda key: agent.run(agent.init(key), config.num_updates))(
+        jax.random.key(0)
+    )
+    # 25 updates of 32 steps; the buffer holds learning_starts=64 after the 2nd: 24 x 8 steps.
+    assert config.total_gradient_steps == 24 * 8 == int(final.grad_steps)
+    counts = optax.tree_utils.tree_get_all_with_path(final.opt_state, "count")
+    # Adam's and the schedule's: the schedule has run to its end, learning rate 0.
+    assert [int(c) for _, c in counts] == [config.total_gradient_steps] * 2
+    # A zero gradient still moves Adam (its momentum); at learning rate 0 nothing moves.
+    zeros = jax.tree.map(jnp.zeros_like, final.params)
+    updates, _ = agent.optimizer.update(zeros, final.opt_state, final.params)
+    assert all(float(jnp.abs(u).max()) == 0.0 for u in jax.tree.leaves(updates))
+    returns = np.asarray(agent.evaluate(final, jax.random.key(1)))
+    assert returns.mean() >= 0.95, returns
+
+
 # ------------------------------------------------------------------------------------ resume
 @pytest.mark.parametrize("agent_cls, config", [(DQN, DQN_BANDIT), (SAC, SAC_BANDIT)])
 def test_resume_from_a_checkpoint_equals_uninterrupted(tmp_path, agent_cls, config):
@@ -177,9 +214,10 @@ def test_resume_from_a_checkpoint_equals_uninterrupted(tmp_path, agent_cls, conf
 @pytest.mark.parametrize(
     "algorithm, flags, message",
     [
-        ("dqn", ["--buffer-size", "100"], "buffer_size=100 is smaller than one rollout batch"),
+        ("dqn", ["--buffer-size", "20", "--learning-starts", "10"], "buffer_size=20 is smaller"),
         ("sac", ["--batch-size", "300", "--learning-starts", "100"], "batch_size=300 is larger"),
-        ("dqn", ["--learning-starts", "60000"], "learning_starts=60000 must be in"),
+        ("dqn", ["--learning-starts", "600000"], "learning_starts=600000 must be in"),
+        ("dqn", ["--learning-starts", "20000"], "learning_starts=20000 exceeds buffer_size"),
         ("dqn", ["--env", "Pendulum-v1"], "DQN: Pendulum-v1 has action space Box"),
         ("sac", ["--env", "CartPole-v1"], "SAC: CartPole-v1 has action space Discrete"),
         ("sac", ["--tau", "0"], "tau must be > 0"),

@@ -1,10 +1,12 @@
-"""The profiler-breakdown section of the results report: where a PPO iteration's time goes."""
+"""The profiler sections of the results report: where a PPO iteration's time goes (breakdown),
+and the simulation share of on-policy vs off-policy updates (offpolicy)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from benchmarks.formatting import format_rate, format_table
+from benchmarks.formatting import format_rate, format_ratio, format_table
 from benchmarks.results_report.markdown import image, provenance_block
 from benchmarks.results_report.records import OFF_POLICY_REASON, Record
 
@@ -26,8 +28,21 @@ def breakdown_section(r: Record, base: Path) -> str:
         f"{cfg.get('env', 'CartPole-v1')}: {cfg.get('num_envs')} envs x {cfg.get('num_steps')} "
         "steps + one PPO update per iteration; shares of the iteration's wall-clock time."
     )
+    parts.extend(category_table(d.get("results", [])))
+    png = r.path.with_suffix(".png")
+    if png.exists():
+        parts.append(image(png, base, f"breakdown on {r.device}"))
+    off = d.get("off_policy") or {}
+    if not off.get("measured"):
+        parts.append(f"Off-policy: not measured: {off.get('reason', OFF_POLICY_REASON)}")
+    return "\n\n".join(parts)
+
+
+def category_table(cases: list[dict[str, Any]]) -> list[str]:
+    """Profiled cases (`benchmarks.breakdown.measure` records) -> [a table of their time per
+    category, the notes and failures under it (if any)]."""
     rows, notes = [], []
-    for c in d.get("results", []):
+    for c in cases:
         if c["status"] != "ok":
             rows.append([c["case"], c["status"], *[""] * (4 + len(BREAKDOWN_CATEGORIES))])
             notes.append(f"- {c['case']} {c['status']}: {c.get('reason') or c.get('error')}")
@@ -55,16 +70,43 @@ def breakdown_section(r: Record, base: Path) -> str:
         *BREAKDOWN_CATEGORIES,
         "device busy",
     ]
+    return [format_table(headers, rows), *(["\n".join(notes)] if notes else [])]
+
+
+def offpolicy_section(r: Record, base: Path) -> str:
+    """RL-Scope's comparison: the simulation share of a PPO update beside a DQN or SAC one."""
+    d = r.data
+    title = f"### On-policy vs off-policy, simulation share: {r.device}"
+    parts = [title, provenance_block(r, base)]
+    parts.append(
+        "One update of each agent at its `agents.train` preset (one jit), profiled with "
+        "`jaxsim.profile`; shares of the update's wall-clock time. The share depends on the "
+        "gradient steps per environment step, which the presets fix (see each case's note)."
+    )
+    parts.extend(category_table(d.get("results", [])))
+    rows = [
+        [
+            c["env"],
+            f"{c['on_policy'].upper()} {percent(c['on_policy_simulation_share'])}",
+            f"{c['off_policy'].upper()} {percent(c['off_policy_simulation_share'])}",
+            f"**{format_ratio(c['ratio'])}**" if c["ratio"] else "– (off-policy share 0)",
+            c.get("published", ""),
+        ]
+        for c in d["comparison"]
+    ]
+    headers = ["env", "on-policy: simulation", "off-policy: simulation", "ratio", "published"]
     parts.append(format_table(headers, rows))
-    if notes:
-        parts.append("\n".join(notes))
+    if d.get("gymnasium_loops"):
+        parts.append(f"Loops stepping Gymnasium's CPU environments: {d['gymnasium_loops']}.")
     png = r.path.with_suffix(".png")
     if png.exists():
-        parts.append(image(png, base, f"breakdown on {r.device}"))
-    off = d.get("off_policy") or {}
-    if not off.get("measured"):
-        parts.append(f"Off-policy: not measured: {off.get('reason', OFF_POLICY_REASON)}")
+        parts.append(image(png, base, f"on-policy vs off-policy on {r.device}"))
     return "\n\n".join(parts)
+
+
+def percent(share: float) -> str:
+    """A share in [0, 1] as a percentage to 3 significant figures: 0.00259 -> "0.259%"."""
+    return f"{100 * share:.3g}%"
 
 
 def share(r: Record, case: str, category: str) -> float | None:

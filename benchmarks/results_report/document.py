@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.formatting import format_seconds, format_table
-from benchmarks.results_report.breakdown_tables import breakdown_section
+from benchmarks.results_report.breakdown_tables import breakdown_section, offpolicy_section
 from benchmarks.results_report.fusion_tables import fusion_section
 from benchmarks.results_report.headline import headline_table
 from benchmarks.results_report.markdown import link
@@ -19,6 +19,7 @@ from benchmarks.results_report.ppo_tables import ppo_section
 from benchmarks.results_report.readme import readme_section, summary_text
 from benchmarks.results_report.records import (
     MODE_ORDER,
+    OFF_POLICY_TIME_TO_SOLVE,
     InvalidRecord,
     Record,
     load_manifest,
@@ -34,6 +35,7 @@ SECTION_TITLES = {
     "fusion": "## Scan vs fused (K sweep)",
     "ppo": "## Learning: time to solve",
     "breakdown": "## Profiler breakdown",
+    "offpolicy": "## On-policy vs off-policy",
 }
 PLOTTERS = {"rollout_throughput": plot_throughput, "fusion": plot_fusion, "ppo": plot_ppo}
 
@@ -182,8 +184,9 @@ def build(
     renderers = {
         "rollout_throughput": lambda r, plot: throughput_section(r, base, plot),
         "fusion": lambda r, plot: fusion_section(r, base, plot),
-        "ppo": lambda r, plot: ppo_section(r, base, plot, off_policy),
+        "ppo": lambda r, plot: ppo_section(r, base, plot),
         "breakdown": lambda r, plot: breakdown_section(r, base),
+        "offpolicy": lambda r, plot: offpolicy_section(r, base),
     }
     sections: dict[str, list[str]] = {key: [] for key in SECTION_TITLES}
     stale_notes = []
@@ -228,7 +231,7 @@ def build(
                 else "No record."
             )
         if key == "ppo" and not sections[key]:
-            doc.append(f"Off-policy (DQN, SAC) time-to-solve: not available: {off_policy}.")
+            doc.append(OFF_POLICY_TIME_TO_SOLVE)
     for extra in (gpu_checks, run_log_section(entries)):
         if extra:
             doc.append(extra)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from benchmarks.formatting import format_ratio, format_table
-from benchmarks.results_report.breakdown_tables import share
+from benchmarks.results_report.breakdown_tables import percent, share
 from benchmarks.results_report.fusion_tables import fusion_ratios
 from benchmarks.results_report.records import BENCHMARKS, Record
 from benchmarks.results_report.throughput_tables import same_run_ratios, throughput_envs
@@ -87,17 +87,18 @@ def headline(selected: Sequence[Record], off_policy: str) -> list[list[str]]:
         cells[2].append(
             "GPU: not measured (no GPU fusion record yet: run benchmarks/gpu_check.sh on a GPU)"
         )
-    # 4 and 5: breakdown shares.
+    # 4: on-policy vs off-policy simulation shares; 5: breakdown shares.
+    for r in by["offpolicy"]:
+        cells[3].append(f"{r.device}: {off_policy_finding(r)}")
     for r in by["breakdown"]:
-        scan = share(r, "ppo_scan", "simulation")
-        gym_sim = share(r, "gym_sync", "simulation")
-        on = []
-        if scan is not None:
-            on.append(f"jaxsim one-jit PPO {100 * scan:.0f}%")
-        if gym_sim is not None:
-            on.append(f"Gymnasium-loop PPO {100 * gym_sim:.0f}%")
-        measured = (r.data.get("off_policy") or {}).get("measured")
-        if not measured:
+        if not by["offpolicy"]:
+            scan = share(r, "ppo_scan", "simulation")
+            gym_sim = share(r, "gym_sync", "simulation")
+            on = []
+            if scan is not None:
+                on.append(f"jaxsim one-jit PPO {100 * scan:.0f}%")
+            if gym_sim is not None:
+                on.append(f"Gymnasium-loop PPO {100 * gym_sim:.0f}%")
             cells[3].append(
                 f"not measured: {off_policy}. On-policy simulation share here "
                 f"({r.device}): {', '.join(on) or '–'}"
@@ -127,6 +128,25 @@ def headline(selected: Sequence[Record], off_policy: str) -> list[list[str]]:
     if not cells[3]:
         cells[3].append(f"not measured: {off_policy}")
     return [[*pub, "<br>".join(c)] for pub, c in zip(PUBLISHED, cells, strict=True)]
+
+
+def off_policy_finding(r: Record) -> str:
+    """An offpolicy record's ratios: "PPO ÷ DQN = **48.1x** (CartPole-v1: 12.5% vs 0.259% of an
+    update simulating); ...", with what it did not measure."""
+    found = []
+    for c in r.data["comparison"]:
+        on, off = c["on_policy"].upper(), c["off_policy"].upper()
+        ratio = f"**{format_ratio(c['ratio'])}**" if c["ratio"] else "– (off-policy share 0)"
+        found.append(
+            f"{on} ÷ {off} = {ratio} ({c['env']}: {percent(c['on_policy_simulation_share'])} vs "
+            f"{percent(c['off_policy_simulation_share'])} of an update simulating)"
+        )
+    if not found:
+        return "not measured (the offpolicy record has no complete pair)"
+    text = "simulation share, one-jit jaxsim loops at the agents' presets: " + "; ".join(found)
+    if r.data.get("gymnasium_loops"):
+        text += f". Gymnasium-loop agents: {r.data['gymnasium_loops']}"
+    return text
 
 
 def headline_table(selected: Sequence[Record], off_policy: str) -> str:

@@ -12,10 +12,10 @@ from benchmarks.formatting import (
     format_table,
 )
 from benchmarks.results_report.markdown import image, link, provenance_block
-from benchmarks.results_report.records import Record
+from benchmarks.results_report.records import OFF_POLICY_TIME_TO_SOLVE, Record
 
 
-def ppo_section(r: Record, base: Path, plot: Path | None, off_policy: str) -> str:
+def ppo_section(r: Record, base: Path, plot: Path | None) -> str:
     d = r.data
     parts = [f"### PPO time-to-solve: {r.device}", provenance_block(r, base)]
     if d.get("quick"):
@@ -98,7 +98,7 @@ def ppo_section(r: Record, base: Path, plot: Path | None, off_policy: str) -> st
         parts.append("Learning curves: " + ", ".join(link(p, base, p.name) for p in pictures))
         if plot is not None:
             parts.append(image(plot, base, "learning curves"))
-    parts.append(f"Off-policy (DQN, SAC) time-to-solve: not available: {off_policy}.")
+    parts.append(OFF_POLICY_TIME_TO_SOLVE)
     return "\n\n".join(parts)
 
 

@@ -65,6 +65,8 @@ def _check(
     return problems
 
 
+# A profiled case (benchmarks.breakdown.measure): the breakdown and offpolicy suites' points.
+_PROFILED = (("wall_s", _positive), ("steps_per_s", _positive), ("category_shares", _DICT))
 # Fields of every point in "results", by benchmark; then those of a point with status "ok".
 _POINT = {
     "rollout_throughput": (("impl", _STR), ("num_envs", _INT), ("status", _STR)),
@@ -78,6 +80,7 @@ _POINT = {
         ("status", _STR),
     ),
     "breakdown": (("case", _STR), ("status", _STR)),
+    "offpolicy": (("algorithm", _STR), ("env", _STR), ("case", _STR), ("status", _STR)),
 }
 _OK_POINT = {
     "rollout_throughput": (
@@ -87,16 +90,21 @@ _OK_POINT = {
         ("compile_s", _optional(_non_negative)),
     ),
     "fusion": (("steps_per_s.median", _positive), ("compile_s", _optional(_non_negative))),
-    "breakdown": (
-        ("wall_s", _positive),
-        ("steps_per_s", _positive),
-        ("category_shares", _DICT),
-    ),
+    "breakdown": _PROFILED,
+    "offpolicy": _PROFILED,
 }
 _NOT_OK_POINT = {"rollout_throughput": (("reason", _STR),)}
 _TARGET = (("name", _STR), ("status", _STR), ("value", _optional(_positive)))
 _PPO_RUN = (("seeds", _INT), ("target", _NUMBER), ("sps_whole_loop", _positive))
 _SB3 = (("seeds_reached", _INT), ("mean_sps_whole_loop", _positive), ("runs", _LIST))
+_OFFPOLICY_COMPARISON = (
+    ("env", _STR),
+    ("on_policy", _STR),
+    ("off_policy", _STR),
+    ("on_policy_simulation_share", _non_negative),
+    ("off_policy_simulation_share", _non_negative),
+    ("ratio", _optional(_positive)),
+)
 _PPO_COMPARISON = (
     ("speedup", _optional(_positive)),
     ("speedup_excluding_jaxsim_compile", _optional(_positive)),
@@ -138,6 +146,16 @@ def _ppo(data: dict[str, Any]) -> list[str]:
     return problems + _check(data.get("comparison"), "comparison", _PPO_COMPARISON, False)
 
 
+def _offpolicy(data: dict[str, Any]) -> list[str]:
+    rows = data.get("comparison")
+    if not isinstance(rows, list):
+        return _check(data, "", (("comparison", _LIST),))
+    problems = []
+    for i, row in enumerate(rows):
+        problems += _check(row, f"comparison[{i}]", _OFFPOLICY_COMPARISON)
+    return problems
+
+
 def record_problems(data: dict[str, Any]) -> list[str]:
     """What keeps the report from using `data`, a suite's record: each problem names the field
     (an empty list if none). A rate, time or ratio that is zero, negative or not finite is a
@@ -146,6 +164,8 @@ def record_problems(data: dict[str, Any]) -> list[str]:
     benchmark = data.get("benchmark")
     if benchmark in _POINT:
         problems += _points(data, benchmark)
+    if benchmark == "offpolicy":
+        problems += _offpolicy(data)
     elif benchmark == "ppo":
         problems += _ppo(data)
     for i, target in enumerate(data.get("targets") or []):
