@@ -18,8 +18,9 @@ sum_i m_i v_i is conserved exactly and the energy sum_i m_i |v_i|^2 / 2 + k sum_
 
 Reward per step: 1 / (1 + d^2 + spread_cost * s^2) - action_cost * |clip(a)|^2, with d the
 centroid's distance to the goal and s^2 the mean squared distance of particles to the centroid;
-at most 1 and positive unless the action cost outweighs it, so ending an episode never pays. Terminated: the
-centroid leaves the square arena [-arena, arena]^2. Truncated: at `max_episode_steps` (200).
+at most 1 and positive unless the action cost outweighs it, so ending an episode never pays.
+Terminated: the centroid leaves the square arena [-arena, arena]^2. Truncated: at
+`max_episode_steps` (200).
 Reset: the swarm's centre uniform in [-reset_center, reset_center]^2, each particle uniform in a
 square of half-width reset_spread around it, at rest, each mass uniform in [mass_low, mass_high].
 
