@@ -302,3 +302,22 @@ def test_ppo_learns_the_smallest_swarm_above_a_random_policy():
     random_return = jaxsim.rollout(env, "random", 800, num_envs=64, key=KEY).episode_stats()
     learned = float(np.asarray(metrics.mean_return)[-3:].mean())
     assert learned > 1.5 * float(random_return.mean_return), (learned, random_return)
+
+
+# ------------------------------------------------------------------------------- traffic model
+def test_traffic_model_counts_state_every_step_for_the_scan_and_once_per_launch_fused():
+    from benchmarks.fusion_sizes import traffic_model
+
+    for size in (1, 1024):
+        env = jaxsim.make("Swarm-v0", num_particles=size)
+        model = traffic_model(env, "rewards", 64, (8, 64), 16)
+        state = 20 * size + 4
+        carried = state + 8  # plus episode return and length
+        assert model["state_bytes_per_env"] == state
+        assert model["output_bytes_per_step"] == 6  # reward f32, terminated and truncated int8
+        assert model["scan_bytes_per_step"] == 6 + 2 * carried
+        # Fused: outputs, the state in and out once per launch, and the epilogue turning two
+        # int8 flags into bools (a byte read and a byte written each).
+        for k in (8, 64):
+            np.testing.assert_allclose(model["fused_bytes_per_step"][k], 6 + 2 * carried / k + 4)
+    assert 7 < model["predicted_ratio"][8] < 8 and 50 < model["predicted_ratio"][64] < 64
