@@ -182,11 +182,16 @@ def _point(env_id, kind, outputs, num_envs, k) -> dict[str, Any]:
     )
 
 
-def measure(env_id, kind, outputs, num_envs, k, cfg: Config, on_gpu: bool) -> dict[str, Any]:
-    """One timed point: the scan backend if k is None, else the fused one with K = k."""
+def measure(
+    env_id, kind, outputs, num_envs, k, cfg: Config, on_gpu: bool, make_kwargs=None
+) -> dict[str, Any]:
+    """One timed point: the scan backend if k is None, else the fused one with K = k.
+
+    `make_kwargs` go to `jaxsim.make(env_id, ...)` (static config such as a size).
+    """
     record = _point(env_id, kind, outputs, num_envs, k)
     record.update(n=cfg.steps, block_envs=None if k is None else cfg.block_envs)
-    env = jaxsim.make(env_id)
+    env = jaxsim.make(env_id, **(make_kwargs or {}))
     policy = _policy(kind, env)
     n, seeds = cfg.steps, itertools.count(1)
 

@@ -4,8 +4,8 @@
 # Usage: benchmarks/gpu_check.sh OUT_DIR
 #
 # Needs only what the GPU machine has (python3 with jax, flax, optax, numpy; no gymnasium, and
-# jaxsim need not be installed: the repository root goes on PYTHONPATH). Runs in under 8 minutes
-# (170 + 150 + 90 + 70 s of hard timeouts):
+# jaxsim need not be installed: the repository root goes on PYTHONPATH). Runs in under 11 minutes
+# (170 + 150 + 90 + 70 + 120 s of hard timeouts, 10 min; start-up comes on top):
 # each phase has a hard timeout. Writes into OUT_DIR:
 #   environment.json  python, jax and device
 #   gpu_tests.json    per-test outcome of `pytest -m gpu tests/test_fused.py` (from JUnit XML);
@@ -17,6 +17,8 @@
 #                     backend on every environment, as on the CPU (the report marks the device)
 #   ppo.json          `benchmarks.ppo --gpu-sps`: PPO training env-steps/s, CartPole, 4096 envs,
 #                     scan vs fused rollout phase
+#   fusion_sizes.json `benchmarks.fusion_sizes`: Swarm-v0 scan vs fused as the state grows
+#                     (N = 1024 first, then 256, 16, 1), with the traffic model; .png beside it
 #   *.log             the console output of each phase
 # Suggested OUT_DIR: runs/gpu_<device>/; `python -m benchmarks report --publish --results
 # runs/gpu_<device>` publishes it as benchmarks/results/gpu_<device>/, where the report finds it.
@@ -94,6 +96,11 @@ timeout 90 "$py" -m benchmarks run --quick --suite throughput --baselines none \
 # 4. PPO training throughput with 4096 environments, scan vs fused rollout phase.
 timeout 70 "$py" -m benchmarks.ppo --envs CartPole-v1 --quick --no-sb3 --gpu-sps \
     --out "$out/ppo.json" 2>&1 | tee "$out/ppo.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+# 5. Fusion against simulator size: the largest swarm first, so it is measured within budget.
+timeout 120 "$py" -m benchmarks.fusion_sizes --sizes 1024,256,16,1 --budget-s 80 \
+    --out "$out/fusion_sizes.json" 2>&1 | tee "$out/fusion_sizes.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 exit "$status"

@@ -35,7 +35,8 @@ class Env(Generic[State, Params]):
     dataclass, so the same functions run on one environment (under `vmap`, the scan backend) and
     on a block of environments inside a Pallas kernel (the fused backend):
 
-    - `init_state(u, params)`: a fresh state from `num_reset_uniforms` uniforms in [0, 1);
+    - `init_state(u, params)`: a fresh state from `num_reset_uniforms` uniforms in [0, 1), each
+      a scalar or, where `reset_shapes` declares it, an array (one uniform per particle, say);
     - `dynamics(state, action, params) -> (state, reward, terminated)`: one step of the MDP,
       leaving the step counter `state.time` alone;
     - `obs_fields(state, params)`: the observation's components, stacked on the last axis by
@@ -57,6 +58,10 @@ class Env(Generic[State, Params]):
     state_type: ClassVar[type]
     config_type: ClassVar[type] = params_lib.NoConfig
     num_reset_uniforms: ClassVar[int]
+    # The shape of each reset uniform for one environment, entries possibly naming static-config
+    # fields (`("num_particles",)`: one uniform per particle); None: all scalars. Every
+    # component is its own counter-based draw (`jaxsim.transition.ResetDraws`).
+    reset_shapes: ClassVar[tuple[tuple[int | str, ...], ...] | None] = None
     # True if `dynamics(state, action, params, key)` takes a key; the classic-control
     # environments are deterministic, and the fused kernel runs only deterministic dynamics.
     stochastic: ClassVar[bool] = False
@@ -165,11 +170,22 @@ class Env(Generic[State, Params]):
         state = self.init_state(draw, params)
         return state, self.observe(state, params)
 
+    def reset_uniform_shapes(self) -> tuple[tuple[int, ...], ...]:
+        """Each reset uniform's shape for one environment (`reset_shapes` resolved)."""
+        if self.reset_shapes is None:
+            return ((),) * self.num_reset_uniforms
+        if len(self.reset_shapes) != self.num_reset_uniforms:
+            raise TypeError(
+                f"{type(self).__name__}: reset_shapes declares {len(self.reset_shapes)} shapes "
+                f"for num_reset_uniforms={self.num_reset_uniforms} uniforms"
+            )
+        return tuple(params_lib.resolve_shape(s, self._config) for s in self.reset_shapes)
+
     def reset_draw_shapes(self):
         """Shapes and dtypes of what `init_state` takes first, for one environment."""
         if self.reset_with_key:
             return jax.ShapeDtypeStruct((2,), jnp.uint32)
-        return tuple(jax.ShapeDtypeStruct((), jnp.float32) for _ in range(self.num_reset_uniforms))
+        return tuple(jax.ShapeDtypeStruct(s, jnp.float32) for s in self.reset_uniform_shapes())
 
     def step(
         self, key: jax.Array, state: State, action: jax.Array, params: Params

@@ -77,7 +77,7 @@ class Spec:
 
     def resolve_shape(self, config) -> tuple[int, ...]:
         """The declared shape with static-config names replaced by their values."""
-        return tuple(getattr(config, d) if isinstance(d, str) else d for d in self.shape)
+        return resolve_shape(self.shape, config)
 
     def describe(self) -> str:
         """The expected value in words, e.g. 'a float > 0' or 'an int in [1, 2**31)'."""
@@ -155,6 +155,11 @@ class Spec:
             doc = f" ({self.doc})" if self.doc else ""
             raise ValueError(f"{where}{doc} must be {expected}, got {value!r}")
         return value
+
+
+def resolve_shape(shape: tuple[int | str, ...], config) -> tuple[int, ...]:
+    """A declared shape with the static-config field names in it replaced by their values."""
+    return tuple(getattr(config, d) if isinstance(d, str) else d for d in shape)
 
 
 def specs(cls) -> tuple[Spec, ...]:

@@ -13,6 +13,8 @@ environment outside a loop and each draw inside costs one `mix`.
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -25,6 +27,7 @@ ENV_STREAM = 0x3000
 _M1 = np.uint32(0x7FEB352D)
 _M2 = np.uint32(0x846CA68B)
 _TWO_POW_MINUS_24 = np.float32(2.0**-24)
+_COMPONENT_SALT = np.uint32(0x9E3779B9)  # keeps component 0 apart from the draw it comes from
 
 
 def mix(x):
@@ -79,6 +82,20 @@ def bits_from_stream_key(skey, counter):
 def bits(seed, index, counter, stream):
     """uint32 draws, a pure function of (seed, index, counter, stream), elementwise."""
     return bits_from_stream_key(stream_key(seed, index, stream), counter)
+
+
+def component_bits(b, shape: tuple[int, ...]):
+    """uint32 draws[..., *shape] from draws b[...]: one independent draw per component.
+
+    Component c of draw b is `mix(b ^ mix(c + salt))`: elementwise, with the component index an
+    iota, so it runs inside a kernel; an array-valued reset uniform (one per particle) costs one
+    hash per component beyond its environment's draw.
+    """
+    if not shape:
+        return b
+    b = jnp.asarray(b, jnp.uint32)
+    component = jnp.arange(math.prod(shape), dtype=jnp.uint32).reshape(shape)
+    return mix(b.reshape(b.shape + (1,) * len(shape)) ^ mix(component + _COMPONENT_SALT))
 
 
 def to_uniform(b):

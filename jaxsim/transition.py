@@ -269,7 +269,8 @@ class ResetDraws:
     """Counter-based draws of auto-resets: reset uniforms and, with a sampler, episode params.
 
     `reset_keys` are the loop-invariant halves of each reset uniform (one [batch] array per
-    uniform), so each reset costs one hash per uniform.
+    uniform), so each reset costs one hash per uniform, plus one per component of an
+    array-valued uniform (`Env.reset_shapes`; `rng.component_bits`).
     """
 
     seed: Any  # (uint32, uint32)
@@ -278,6 +279,8 @@ class ResetDraws:
     sampler: Any = None  # a params sampler (e.g. jaxsim.UniformParams), or None
     # The environment's reset takes a PRNG key (`Env.reset_with_key`), not uniforms.
     as_key: bool = struct.field(pytree_node=False, default=False)
+    # Each uniform's shape for one environment (`Env.reset_uniform_shapes`); unused with as_key.
+    shapes: tuple = struct.field(pytree_node=False, default=())
 
     @classmethod
     def for_rollout(cls, env, key, num_envs: int, sampler=None) -> ResetDraws:
@@ -287,14 +290,16 @@ class ResetDraws:
 
     @classmethod
     def make(cls, env, seed, index, sampler=None) -> ResetDraws:
-        words = 2 if env.reset_with_key else env.num_reset_uniforms
+        shapes = () if env.reset_with_key else env.reset_uniform_shapes()
+        words = 2 if env.reset_with_key else len(shapes)
         streams = range(rng.RESET_STREAM, rng.RESET_STREAM + words)
         keys = tuple(rng.stream_key(seed, index, s) for s in streams)
-        return cls(seed, index, keys, sampler, env.reset_with_key)
+        return cls(seed, index, keys, sampler, env.reset_with_key, shapes)
 
     def reset_draw(self, counter):
-        """What `env.init_state` takes first: a tuple of float32 uniforms [batch] in [0, 1), or,
-        for an environment that resets from a key, raw PRNG keys uint32[batch, 2].
+        """What `env.init_state` takes first: a tuple of float32 uniforms [batch, *shape] in
+        [0, 1), one per declared shape, or, for an environment that resets from a key, raw PRNG
+        keys uint32[batch, 2].
 
         Either is a pure function of (seed, environment index, counter).
         """
@@ -302,7 +307,10 @@ class ResetDraws:
         bits = tuple(rng.bits_from_stream_key(k, counter) for k in self.reset_keys)
         if self.as_key:
             return jnp.stack(bits, axis=-1)
-        return tuple(rng.to_uniform(b) for b in bits)
+        return tuple(
+            rng.to_uniform(rng.component_bits(b, shape))
+            for b, shape in zip(bits, self.shapes, strict=True)
+        )
 
     def episode_params(self, counter) -> dict[str, jax.Array] | None:
         if self.sampler is None:

@@ -12,9 +12,11 @@ from jaxsim.envs.classic_control import (
     MountainCarContinuous,
     Pendulum,
 )
+from jaxsim.envs.swarm import SIZED, Swarm
 
 REGISTRY: dict[str, type[Env]] = {
-    cls.id: cls for cls in (CartPole, Pendulum, MountainCar, MountainCarContinuous, Acrobot)
+    cls.id: cls
+    for cls in (CartPole, Pendulum, MountainCar, MountainCarContinuous, Acrobot, Swarm, *SIZED)
 }
 
 # "<prefix>/<name>" ids wrap another library's environments; each module is imported (and

@@ -1,8 +1,9 @@
 """One rollout step on a block of environments: the code the fused kernel and its reference share.
 
 Everything here is elementwise over a block of `B` environments held as struct-of-arrays (one
-[B] array per state field), so it runs unchanged on a block inside the Pallas kernel and on the
-whole batch in the plain-jnp reference. Physics comes from the environment's own methods and
+[B] array per scalar state field, [B, *shape] per array-valued one, e.g. [B, num_particles]), so
+it runs unchanged on a block inside the Pallas kernel and on the whole batch in the plain-jnp
+reference. Physics comes from the environment's own methods and
 actions from the policy's own `from_seed` / `act_from_seed`; nothing is re-implemented here.
 What is here is layout: columns, records, and an MLP's weights padded to power-of-two sizes.
 """
@@ -43,10 +44,12 @@ def env_unsupported_reason(env: Env) -> str | None:
         return f"its action space {space!r} is neither Discrete nor Box"
     state = jax.eval_shape(env.init_state, env.reset_draw_shapes(), params)
     shapes = {tuple(leaf.shape) for leaf in jax.tree.leaves(state)}
-    if shapes != {()}:
+    shapes |= set(env.reset_uniform_shapes())
+    bad = sorted(s for s in shapes if not all(is_power_of_two(d) for d in s))
+    if bad:
         return (
-            f"{name}'s state has fields of shapes {sorted(shapes)}; the kernel needs one value "
-            "per field and environment"
+            f"{name}'s state or reset uniforms have shapes {bad}; the kernel holds each as a "
+            "[block, *shape] array, which Triton lowers only for power-of-two sizes"
         )
     return None
 

@@ -301,6 +301,7 @@ def _rollout(
             index=sds((width,), jnp.uint32),
             reset_keys=(sds((width,), jnp.uint32),) * env.num_reset_uniforms,
             sampler=jax.tree.map(lambda x: sds(x.shape, x.dtype), sampler),
+            shapes=env.reset_uniform_shapes(),
         )
         t = sds((), jnp.int32)
         return abstract_params, jax.tree.map(lanes, carry), t, (u32, u32), draws, values
