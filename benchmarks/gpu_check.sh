@@ -4,8 +4,8 @@
 # Usage: benchmarks/gpu_check.sh OUT_DIR
 #
 # Needs only what the GPU machine has (python3 with jax, flax, optax, numpy; no gymnasium, and
-# jaxsim need not be installed: the repository root goes on PYTHONPATH). Runs in under 8 minutes
-# (170 + 150 + 90 + 70 s of hard timeouts):
+# jaxsim need not be installed: the repository root goes on PYTHONPATH). Runs in under 10 minutes
+# (170 + 150 + 90 + 70 + 40 + 40 s of hard timeouts):
 # each phase has a hard timeout. Writes into OUT_DIR:
 #   environment.json  python, jax and device
 #   gpu_tests.json    per-test outcome of `pytest -m gpu tests/test_fused.py` (from JUnit XML);
@@ -17,6 +17,9 @@
 #                     backend on every environment, as on the CPU (the report marks the device)
 #   ppo.json          `benchmarks.ppo --gpu-sps`: PPO training env-steps/s, CartPole, 4096 envs,
 #                     scan vs fused rollout phase
+#   scaling_scan.json, scaling_fused.json  `benchmarks.scaling`: CartPole rollouts with the batch
+#                     (2^20 envs) split over a mesh of 1..all devices against mesh=None, per
+#                     backend (the fused one runs its kernel per shard under shard_map)
 #   *.log             the console output of each phase
 # Suggested OUT_DIR: runs/gpu_<device>/; `python -m benchmarks report --publish --results
 # runs/gpu_<device>` publishes it as benchmarks/results/gpu_<device>/, where the report finds it.
@@ -95,5 +98,14 @@ timeout 90 "$py" -m benchmarks run --quick --suite throughput --baselines none \
 timeout 70 "$py" -m benchmarks.ppo --envs CartPole-v1 --quick --no-sb3 --gpu-sps \
     --out "$out/ppo.json" 2>&1 | tee "$out/ppo.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+# 5. Rollouts on a mesh of the machine's devices (one H200: the mesh path's cost against
+# mesh=None). --steps 64 equals the check's length, so the check's compile is reused.
+for backend in scan fused; do
+    timeout 40 "$py" -m benchmarks.scaling --quick --backends "$backend" --steps 64 \
+        --num-envs 1048576 --out "$out/scaling_$backend.json" 2>&1 \
+        | tee "$out/scaling_$backend.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+done
 
 exit "$status"
