@@ -124,7 +124,22 @@ def ppo_case() -> dict:
         runs.append((runner, metrics))
     (r1, m1), (r2, m2) = runs
     loss = np.abs(np.asarray(m1.loss.total) - np.asarray(m2.loss.total))
+    from agents.dqn import DQN, DQNConfig
+
+    dqn = DQNConfig(
+        total_steps=8 * 8 * 3, num_envs=8, num_steps=8, buffer_size=256, learning_starts=64,
+        batch_size=16, gradient_steps=4, hidden=(16, 16),
+    )  # fmt: skip
+    ends = []
+    for m in (None, mesh):
+        agent = DQN(dqn, env, mesh=m)
+        runner = jax.jit(agent.init)(jax.random.key(0))
+        ends.append(agent.jit_run(dqn.num_updates, vmapped=False)(runner)[0])
     return {
+        "dqn_weight_gap": max_gap(ends[0].params, ends[1].params),
+        "dqn_buffer_actions_equal": bool(
+            np.array_equal(ends[0].buffer.data.action, ends[1].buffer.data.action)
+        ),
         "num_updates": config.num_updates,
         "weight_gap": max_gap(r1.params, r2.params),
         "loss_gap_per_update": loss.tolist(),

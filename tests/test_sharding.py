@@ -74,11 +74,12 @@ def test_other_mesh_axes_replicate_and_checks_name_the_global_environment():
 
 
 @pytest.mark.slow
-def test_ppo_on_two_devices_follows_one_device():
+def test_agents_on_two_devices_follow_one_device():
     result = _worker("ppo")
     assert result["env_state_split"] and result["episodes_equal"]
     assert max(result["loss_gap_per_update"]) < 1e-4, result
     assert result["weight_gap"] < 1e-4, result
+    assert result["dqn_buffer_actions_equal"] and result["dqn_weight_gap"] < 1e-4, result
 
 
 @pytest.mark.slow
