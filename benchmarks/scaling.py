@@ -10,11 +10,12 @@ XLA_FLAGS=--xla_force_host_platform_device_count=D (the flag must be set before 
 one device per core is the fair split), on an accelerator with the first D real devices. Each
 process times, for a fresh key per call, `jaxsim.rollout(env, "random", n, num_envs=N,
 outputs="rewards", mesh=...)` on a mesh of its D devices (axis `jaxsim.ENV_AXIS`) and, beside it,
-the same rollout with mesh=None. Before timing it checks that the mesh rollout's flags equal the
-unsharded one's bit for bit (rewards to float rounding) and that its outputs are split over the
-devices. It also times a loop of n steps doing only what the lazy reset's `any done` costs on a
-mesh (a max over the split batch, one small all-reduce a step, plus an elementwise add), so the
-collective's share of a step can be read off. Target on a 2-core CPU: 2 devices >= 1.8x one.
+the same rollout with mesh=None. Before timing it checks that the mesh rollout's outputs are
+split over the devices and equal the unsharded one's (flags exactly, rewards to float rounding)
+on all but a share MAX_MISMATCH of the entries, and records that share. It also times a loop
+of n steps doing only what the lazy reset's `any done` costs on a mesh (a max over the split
+batch, one small all-reduce a step, plus an elementwise add), so the collective's share of a
+step can be read off. Target on a 2-core CPU: 2 devices >= 1.8x one.
 """
 
 from __future__ import annotations
@@ -42,17 +43,29 @@ def _mesh(devices: int) -> Mesh:
     return Mesh(np.array(jax.devices()[:devices]), (jaxsim.ENV_AXIS,))
 
 
-def _check_against_unsharded(env, n, num_envs, backend, mesh) -> None:
+# The partitioned program rounds some floats differently in the last bit (XLA fuses it
+# otherwise); CartPole's dynamics grow such a bit until, rarely, a termination flips. Measured:
+# 5 of 8.4M flags at 2^17 environments x 64 steps. More than this share is a bug.
+MAX_MISMATCH = 1e-4
+
+
+def _check_against_unsharded(env, n, num_envs, backend, mesh) -> dict:
+    """The mesh rollout against mesh=None for one key: the share of (step, env) entries whose
+    flags differ or whose reward is not close (a flipped episode end changes what follows)."""
     kw = dict(num_envs=num_envs, key=jax.random.key(0), outputs="rewards", backend=backend)
     a = jaxsim.rollout(env, "random", n, **kw)
     b = jaxsim.rollout(env, "random", n, mesh=mesh, **kw)
-    for name in ("terminated", "truncated"):
-        got, want = np.asarray(getattr(b, name)), np.asarray(getattr(a, name))
-        np.testing.assert_array_equal(got, want, err_msg=name)
-    np.testing.assert_allclose(np.asarray(b.reward), np.asarray(a.reward), rtol=1e-6, atol=1e-6)
     shard = b.reward.sharding.shard_shape(b.reward.shape)
     if shard != (n, num_envs // mesh.size):
         raise AssertionError(f"mesh rollout's rewards are not split: {b.reward.sharding}")
+    flags = (np.asarray(a.terminated) != np.asarray(b.terminated)) | (
+        np.asarray(a.truncated) != np.asarray(b.truncated)
+    )
+    rewards = ~np.isclose(np.asarray(a.reward), np.asarray(b.reward), rtol=1e-5, atol=1e-5)
+    share = {"flags": float(flags.mean()), "rewards": float(rewards.mean())}
+    if max(share.values()) > MAX_MISMATCH:
+        raise AssertionError(f"mesh rollout differs from mesh=None on {share} of the entries")
+    return {"mismatch_share": share, "check_steps": n}
 
 
 def _time_rollout(env, n, num_envs, backend, mesh, repeats, min_time) -> dict:
@@ -100,8 +113,8 @@ def child(args) -> dict:
     for env_id in split_list(args.envs):
         env = jaxsim.make(env_id)
         for backend in split_list(args.backends):
-            _check_against_unsharded(env, min(args.steps, 64), args.num_envs, backend, mesh)
-            row = {"env": env_id, "backend": backend, "devices": devices}
+            check = _check_against_unsharded(env, min(args.steps, 64), args.num_envs, backend, mesh)
+            row = {"env": env_id, "backend": backend, "devices": devices, "check": check}
             for label, m in (("mesh", mesh), ("unsharded", None)):
                 row[label] = _time_rollout(
                     env, args.steps, args.num_envs, backend, m, args.repeats, args.min_time
