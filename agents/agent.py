@@ -1,7 +1,8 @@
 """What every agent shares: input checks, the jitted run loop with its progress reports,
 evaluation. An algorithm (`PPO`, `DQN`, `SAC`) subclasses `Agent` and writes `init`, `update`
 and `policy`; its config has `steps_per_update`, `num_updates`, `log_every`, `eval_envs` and
-`rollout_backend`.
+`rollout_backend`. With a `mesh`, every rollout splits its environments over the mesh's
+`jaxsim.ENV_AXIS` axis (data parallelism; see `Agent`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,13 @@ class Agent:
     `progress`, if given, is called on the host with a `Metrics` of numpy scalars every
     `config.log_every` updates of `run` and at its end, once per seed under vmap (from a single
     device-to-host call carrying every seed's metrics).
+
+    `mesh`: a `jax.sharding.Mesh` with a `jaxsim.ENV_AXIS` axis, or None. Training rollouts
+    (`rollout(self)`) and the initial environment state are split over it; everything else
+    (networks, optimiser, minibatches drawn from the whole batch, a replay buffer) is left to
+    XLA's partitioner, which moves what it must. `config.num_envs` must be a multiple of the
+    axis size. A run on a mesh follows the single-device run up to float rounding (reductions
+    over a split batch add in another order).
     """
 
     name: ClassVar[str]  # "ppo": the command's algorithm and the checkpoint's
@@ -39,6 +47,7 @@ class Agent:
         env: jaxsim.Env,
         env_params=None,
         progress: Callable[[Metrics], None] | None = None,
+        mesh=None,
     ):
         cls = type(self).__name__
         if not isinstance(config, self.config_type):
@@ -53,6 +62,9 @@ class Agent:
         self.obs_shape = env.observation_space(self.env_params).shape
         self.action_space = env.action_space(self.env_params)
         self.progress = progress
+        self.mesh = None
+        if mesh is not None:
+            self.mesh = jaxsim.sharding.check_mesh(mesh, config.num_envs, owner=f"{cls} num_envs")
         self._jitted: dict[tuple[int, bool], Callable] = {}
         self.setup()
         # Trace (never compile) a one-step rollout, so an unknown backend fails here.
@@ -77,6 +89,28 @@ class Agent:
     def policy(self, runner, deterministic: bool = False):
         """The runner's acting policy, a `jaxsim.rollout` policy over raw observations."""
         raise NotImplementedError
+
+    def rollout(self, policy, key: jax.Array, state) -> jaxsim.Trajectory:
+        """A training rollout: `config.num_steps` steps of `config.num_envs` from `state`, on
+        `self.mesh` if any."""
+        c = self.config
+        return jaxsim.rollout(
+            self.env,
+            policy,
+            c.num_steps,
+            num_envs=c.num_envs,
+            key=key,
+            params=self.env_params,
+            state=state,
+            backend=c.rollout_backend,
+            mesh=self.mesh,
+        )
+
+    def initial_state(self, key: jax.Array) -> jaxsim.RolloutState:
+        """`config.num_envs` environments reset from `key`, on `self.mesh` if any."""
+        return jaxsim.initial_state(
+            self.env, key, self.config.num_envs, self.env_params, mesh=self.mesh
+        )
 
     # -------------------------------------------------------------------------------------- run
     def run(self, runner, num_updates: int) -> tuple[Any, Metrics]:

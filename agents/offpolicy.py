@@ -171,7 +171,7 @@ class OffPolicy(Agent):
             target=params[self.TARGET],
             opt_state=self.optimizer.init(params),
             buffer=replay.init(self.config.buffer_size, self.example),
-            env_state=jaxsim.initial_state(self.env, k_env, self.config.num_envs, self.env_params),
+            env_state=self.initial_state(k_env),
             key=k_run,
             update=jnp.int32(0),
             grad_steps=jnp.int32(0),
@@ -188,16 +188,7 @@ class OffPolicy(Agent):
         c = self.config
         key, k_rollout, k_learn = jax.random.split(runner.key, 3)
         with jax.named_scope("rollout"):
-            traj = jaxsim.rollout(
-                self.env,
-                self.policy(runner),
-                c.num_steps,
-                num_envs=c.num_envs,
-                key=k_rollout,
-                params=self.env_params,
-                state=runner.env_state,
-                backend=c.rollout_backend,
-            )
+            traj = self.rollout(self.policy(runner), k_rollout, runner.env_state)
         with jax.named_scope("replay"):
             buffer = replay.add(runner.buffer, replay.from_trajectory(traj))
         learner = Learner(runner.params, runner.target, runner.opt_state, runner.grad_steps)

@@ -152,7 +152,7 @@ class PPO(Agent):
     def init(self, key: jax.Array) -> RunnerState:
         k_net, k_env, k_run = jax.random.split(key, 3)
         params = self.init_params(k_net)
-        env_state = jaxsim.initial_state(self.env, k_env, self.config.num_envs, self.env_params)
+        env_state = self.initial_state(k_env)
         return RunnerState(
             params=params,
             opt_state=self.optimizer.init(params),
@@ -176,16 +176,7 @@ class PPO(Agent):
         key, k_rollout, k_epochs = jax.random.split(runner.key, 3)
         policy = self.policy(runner)
         with jax.named_scope("rollout"):
-            traj = jaxsim.rollout(
-                self.env,
-                policy,
-                c.num_steps,
-                num_envs=c.num_envs,
-                key=k_rollout,
-                params=self.env_params,
-                state=runner.env_state,
-                backend=c.rollout_backend,
-            )
+            traj = self.rollout(policy, k_rollout, runner.env_state)
         with jax.named_scope("gae"):
             # Only the critic's output is used: XLA drops the actor's half of evaluate.
             _, _, next_value = policy.evaluate(traj.next_obs, traj.action)
@@ -275,6 +266,9 @@ def make_train(
     config: PPOConfig,
     env: jaxsim.Env,
     progress: Callable[[Metrics], None] | None = None,
+    mesh=None,
 ) -> Callable[[jax.Array], tuple[RunnerState, Metrics]]:
-    """train(key) -> (final RunnerState, Metrics[num_updates]); jit it, or jit(vmap(train))."""
-    return train_fn(PPO(config, env, progress=progress))
+    """train(key) -> (final RunnerState, Metrics[num_updates]); jit it, or jit(vmap(train)).
+
+    With a `mesh`, rollouts are split over its `jaxsim.ENV_AXIS` axis (see `Agent`)."""
+    return train_fn(PPO(config, env, progress=progress, mesh=mesh))

@@ -5,9 +5,10 @@ Every field of the algorithm's config (`PPOConfig`, `DQNConfig`, `SACConfig`) is
 agents.train ALGORITHM --help`), on top of the environment's preset (`agents/presets.py`).
 Seeds train at once as `jit(vmap(run))`, in chunks of `--checkpoint-every` updates with a
 checkpoint after each; `--resume` continues from the last one and ends with exactly the
-parameters an uninterrupted run reaches (a replay buffer included). Writes to `--out`:
-checkpoint.msgpack, config.json, metrics.csv, metrics.jsonl, curve.png, eval.json and
-episode.gif (watch it again: `python -m agents.play DIR`).
+parameters an uninterrupted run reaches (a replay buffer included). `--devices N` splits every
+rollout's environments over N devices (data parallel; `--num-envs` a multiple of N).
+Writes to `--out`: checkpoint.msgpack, config.json, metrics.csv, metrics.jsonl, curve.png,
+eval.json and episode.gif (watch it again: `python -m agents.play DIR`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import typing
 
 import jax
 import numpy as np
+from jax.sharding import Mesh
 
 import jaxsim
 from agents import logs, play
@@ -60,6 +62,13 @@ def build_parser(algorithm: str = "ppo") -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--resume", action="store_true", help="continue from <out>/checkpoint.msgpack"
+    )
+    parser.add_argument(
+        "--devices",
+        type=int,
+        default=None,
+        help="split the environments of every rollout over this many devices (the first N of "
+        "jax.devices(), mesh axis jaxsim.ENV_AXIS); --num-envs must be a multiple of N",
     )
     parser.add_argument("--no-plot", action="store_true", help="skip curve.png and episode.gif")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -119,6 +128,14 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
     if args.checkpoint_every < 0:
         parser.error(f"--checkpoint-every must be >= 0, got {args.checkpoint_every}")
+    mesh = None
+    if args.devices is not None:
+        if not 1 <= args.devices <= jax.device_count():
+            parser.error(
+                f"--devices must be in [1, {jax.device_count()}] (jax.device_count() on this "
+                f"machine: {jax.devices()}), got {args.devices}"
+            )
+        mesh = Mesh(np.array(jax.devices()[: args.devices]), (jaxsim.ENV_AXIS,))
     if args.profile is not None:
         try:
             check_output_dir(args.profile)
@@ -156,7 +173,7 @@ def main(argv: list[str] | None = None) -> dict:
             rows=rows,
             wall_offset=ckpt.meta.get("wall_time", 0.0) if ckpt else 0.0,
         )
-        agent = agent_cls(config, env, progress=progress)
+        agent = agent_cls(config, env, progress=progress, mesh=mesh)
     except (ValueError, TypeError, OSError) as e:
         parser.error(str(e))
     for stale in remove_stale_temporaries(out):
@@ -209,7 +226,7 @@ def main(argv: list[str] | None = None) -> dict:
     profile_report = None
     if args.profile is not None:
         # A copy of the agent without the progress callback: profiling adds no metrics rows.
-        run_one = agent_cls(config, env).jit_run(1)
+        run_one = agent_cls(config, env, mesh=mesh).jit_run(1)
         profile_report = jaxsim.profile(
             lambda: run_one(runner), out_dir=args.profile, name=f"{args.algorithm}_{args.env}"
         )

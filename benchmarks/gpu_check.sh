@@ -5,7 +5,7 @@
 #
 # Needs only what the GPU machine has (python3 with jax, flax, optax, numpy; no gymnasium, and
 # jaxsim need not be installed: the repository root goes on PYTHONPATH). Runs in under 11 minutes
-# (170 + 150 + 90 + 70 + 120 s of hard timeouts, 10 min; start-up comes on top):
+# (170 + 150 + 90 + 70 + 90 + 50 s of hard timeouts; start-up comes on top):
 # each phase has a hard timeout. Writes into OUT_DIR:
 #   environment.json  python, jax and device
 #   gpu_tests.json    per-test outcome of `pytest -m gpu tests/test_fused.py` (from JUnit XML);
@@ -19,6 +19,9 @@
 #                     scan vs fused rollout phase
 #   fusion_sizes.json `benchmarks.fusion_sizes`: Swarm-v0 scan vs fused as the state grows
 #                     (N = 1024 first, then 256, 16, 1), with the traffic model; .png beside it
+#   scaling.json      `benchmarks.scaling`: CartPole rollouts with the batch (2^20 envs) split over
+#                     a mesh of 1..all devices against mesh=None, scan and fused backends (the
+#                     fused one runs its kernel per shard under shard_map)
 #   *.log             the console output of each phase
 # Suggested OUT_DIR: runs/gpu_<device>/; `python -m benchmarks report --publish --results
 # runs/gpu_<device>` publishes it as benchmarks/results/gpu_<device>/, where the report finds it.
@@ -99,8 +102,14 @@ timeout 70 "$py" -m benchmarks.ppo --envs CartPole-v1 --quick --no-sb3 --gpu-sps
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 # 5. Fusion against simulator size: the largest swarm first, so it is measured within budget.
-timeout 120 "$py" -m benchmarks.fusion_sizes --sizes 1024,256,16,1 --budget-s 80 \
+timeout 90 "$py" -m benchmarks.fusion_sizes --sizes 1024,256,16,1 --budget-s 55 \
     --out "$out/fusion_sizes.json" 2>&1 | tee "$out/fusion_sizes.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+# 6. Rollouts on a mesh of the machine's devices (one H200: the mesh path's cost against
+# mesh=None). --steps 64 equals the check's length, so the check's compile is reused.
+timeout 50 "$py" -m benchmarks.scaling --quick --backends scan,fused --steps 64 \
+    --num-envs 1048576 --out "$out/scaling.json" 2>&1 | tee "$out/scaling.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 exit "$status"

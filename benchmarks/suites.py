@@ -134,6 +134,12 @@ def _offpolicy_args(p: Plan) -> list[str]:
     return ["--quick"] if p.mode == "quick" else []
 
 
+def _scaling_args(p: Plan) -> list[str]:
+    if p.mode == "smoke":
+        return "--num-envs 256 --steps 16 --repeats 1 --min-time 0".split()
+    return ["--quick"] if p.mode == "quick" else []
+
+
 SUITES: dict[str, Suite] = {
     s.name: s
     for s in (
@@ -171,6 +177,13 @@ SUITES: dict[str, Suite] = {
             "breakdown",
             "profiler breakdown of a PPO iteration (simulation, policy, learning, host)",
             _breakdown_args,
+        ),
+        Suite(
+            "scaling",
+            "benchmarks.scaling",
+            "scaling",
+            "rollout env-steps/s vs device count, the batch split over a mesh",
+            _scaling_args,
         ),
     )
 }

@@ -1,6 +1,6 @@
 """jaxsim: reinforcement-learning experience at the speed of the hardware."""
 
-from jaxsim import params, rng, spaces
+from jaxsim import params, rng, sharding, spaces
 from jaxsim.core import Env, TimeStep
 from jaxsim.envs import make, registered_ids
 from jaxsim.fused import FusedConfig
@@ -15,6 +15,7 @@ from jaxsim.policies import (
 )
 from jaxsim.rendering import render_gif
 from jaxsim.rollout import initial_state, rollout
+from jaxsim.sharding import ENV_AXIS
 from jaxsim.spaces import Box, Discrete
 from jaxsim.transition import EpisodeStats, RolloutState, Trajectory
 
@@ -32,6 +33,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "ENV_AXIS",
     "Box",
     "Discrete",
     "Env",
@@ -55,6 +57,7 @@ __all__ = [
     "render_gif",
     "rng",
     "rollout",
+    "sharding",
     "spaces",
     "uniform_params",
 ]

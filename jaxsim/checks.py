@@ -15,6 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxsim.sharding import to_host
+
 
 def clip_action(env, action):
     """A Discrete action clipped into {0, ..., n - 1}; any other action unchanged."""
@@ -100,15 +102,17 @@ def raise_on_failure(checks: CheckState, action_space) -> None:
     """
     if isinstance(checks.first_step, jax.core.Tracer):
         raise ValueError("rollout: checks=True needs concrete values; call rollout outside jit")
-    first = np.asarray(checks.first_step)
+    # On a multi-host mesh each process holds part of the batch: gather it (every process
+    # raises the same error).
+    first = to_host(checks.first_step)
     failed = first >= 0
     if not failed.any():
         return
     step = int(first[failed].min())
     env = int(np.flatnonzero(first == step)[0])
-    flags = int(np.asarray(checks.first_flags)[env])
+    flags = int(to_host(checks.first_flags)[env])
     which = [name for k, name in enumerate(CHECKS) if flags >> k & 1]
-    count = int(np.asarray(checks.bad_steps).sum())
+    count = int(to_host(checks.bad_steps).sum())
     where = f"at step {step}, environment {env} (first of {count} bad (step, env) pairs)"
     if which == ["action"] and hasattr(action_space, "n"):
         raise ValueError(

@@ -23,6 +23,7 @@ from flax import struct
 
 from jaxsim import rng
 from jaxsim.checks import CheckState, check_flags, clip_action
+from jaxsim.sharding import to_host
 
 # What `rollout(..., outputs=...)` can keep. Writing the trajectory back is most of the memory
 # traffic once stepping is fused, so callers keep only what they use; `final_state` is always kept.
@@ -103,14 +104,23 @@ class EpisodeSums:
         length_sum = self.length_sum + jnp.where(done, episode_length, 0)
         return EpisodeSums(count, mean, m2, length_sum)
 
-    def stats(self) -> EpisodeStats:
-        """Every environment's statistics merged (Chan et al.'s parallel formula)."""
-        total = self.count.sum()
+    def stats(self, axis_name: str | None = None) -> EpisodeStats:
+        """Every environment's statistics merged (Chan et al.'s parallel formula).
+
+        `axis_name`: inside `shard_map`, the mesh axis whose shards hold the rest of the batch
+        (their sums are added with `psum`).
+        """
+
+        def total(x):
+            x = x.sum()
+            return x if axis_name is None else jax.lax.psum(x, axis_name)
+
+        count = total(self.count)
         n = self.count.astype(jnp.float32)
-        denom = jnp.maximum(total, 1).astype(jnp.float32)
-        mean = (n * self.mean).sum() / denom
-        m2 = self.m2.sum() + (n * (self.mean - mean) ** 2).sum()
-        return EpisodeStats(total, mean, jnp.sqrt(m2 / denom), self.length_sum.sum() / denom)
+        denom = jnp.maximum(count, 1).astype(jnp.float32)
+        mean = total(n * self.mean) / denom
+        m2 = total(self.m2) + total(n * (self.mean - mean) ** 2)
+        return EpisodeStats(count, mean, jnp.sqrt(m2 / denom), total(self.length_sum) / denom)
 
 
 # ------------------------------------------------------------------------------- rollout types
@@ -189,9 +199,11 @@ class Trajectory:
         return sums.stats()
 
     def finished_episodes(self) -> tuple[np.ndarray, np.ndarray]:
-        """(returns, lengths) of every episode that ended, in step-major order, on the host."""
-        done = np.asarray(self.done)
-        return np.asarray(self.episode_return)[done], np.asarray(self.episode_length)[done]
+        """(returns, lengths) of every episode that ended, in step-major order, on the host.
+
+        On a multi-host mesh every process gets all of them."""
+        done = to_host(self.done)
+        return to_host(self.episode_return)[done], to_host(self.episode_length)[done]
 
 
 # ------------------------------------------------------------------------------ the transition
@@ -283,10 +295,12 @@ class ResetDraws:
     shapes: tuple = struct.field(pytree_node=False, default=())
 
     @classmethod
-    def for_rollout(cls, env, key, num_envs: int, sampler=None) -> ResetDraws:
-        """A rollout's draws: the seed of the first of `key`'s three splits, indices 0...N-1."""
+    def for_rollout(cls, env, key, num_envs: int, sampler=None, offset=0) -> ResetDraws:
+        """A rollout's draws: the seed of the first of `key`'s three splits, indices
+        offset ... offset + num_envs - 1 (a shard of a batch starts at a nonzero offset)."""
         seed = rng.seed_from_key(jax.random.split(key, 3)[0])
-        return cls.make(env, seed, jnp.arange(num_envs, dtype=jnp.uint32), sampler)
+        index = jnp.asarray(offset, jnp.uint32) + jnp.arange(num_envs, dtype=jnp.uint32)
+        return cls.make(env, seed, index, sampler)
 
     @classmethod
     def make(cls, env, seed, index, sampler=None) -> ResetDraws:

@@ -49,7 +49,7 @@ def test_smoke_run_in_a_clone_writes_under_runs_and_changes_no_tracked_file(tmp_
         ["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True
     )
     assert status.stdout == "", status.stdout  # nothing tracked changed, nothing new unignored
-    assert "[5/5] breakdown: ok" in proc.stdout  # the progress display
+    assert "[5/6] breakdown: ok" in proc.stdout  # the progress display
     (out,) = (clone / "runs" / "bench").iterdir()
     assert f"report: {out / 'RESULTS.md'}" in proc.stdout
     assert "| jaxsim (scan)" in proc.stdout  # the summary table
@@ -61,8 +61,9 @@ def test_smoke_run_in_a_clone_writes_under_runs_and_changes_no_tracked_file(tmp_
         "ppo": "ok",
         "offpolicy": "ok",
         "breakdown": "ok",
+        "scaling": "ok",
     }
-    for name in ("throughput", "fusion", "ppo", "offpolicy", "breakdown"):
+    for name in ("throughput", "fusion", "ppo", "offpolicy", "breakdown", "scaling"):
         record = json.loads((out / by_suite[name]["record"]).read_text())
         assert PROVENANCE_FIELDS <= set(record["provenance"]), name
         assert record["provenance"]["command"].startswith(f"python -m {front.SUITES[name].module}")

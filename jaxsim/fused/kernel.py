@@ -108,7 +108,9 @@ def _kernel(buf_refs, in_refs, out_refs, carry_refs, *, plan: _Plan):
     sampler = jax.tree.map(lambda r: _load(r, None), in_refs["sampler"])
     reset_seed = (in_refs["reset_seed"][0], in_refs["reset_seed"][1])
     lane = jnp.arange(block_envs, dtype=jnp.int32)
-    index = (pl.program_id(0) * block_envs + lane).astype(jnp.uint32)
+    # Global indices: a shard of a meshed rollout starts at its offset.
+    offset = in_refs["index_offset"][0]
+    index = offset + (pl.program_id(0) * block_envs + lane).astype(jnp.uint32)
     draws = ResetDraws.make(env, reset_seed, index, sampler)
     loaded = policy.load(in_refs["policy"])
     seeds = in_refs["policy_seeds"]
@@ -220,7 +222,7 @@ def _run_reference(plan: _Plan, ins, carry):
     env, policy = plan.env, plan.policy
     num_envs = jax.tree.leaves(carry)[0].shape[0]
     seed = (ins["reset_seed"][0], ins["reset_seed"][1])
-    index = jnp.arange(num_envs, dtype=jnp.uint32)
+    index = ins["index_offset"][0] + jnp.arange(num_envs, dtype=jnp.uint32)
     draws = ResetDraws.make(env, seed, index, ins["sampler"])
     loaded = policy.load(ins["policy"])
 
@@ -244,9 +246,13 @@ def _run_reference(plan: _Plan, ins, carry):
 
 # ------------------------------------------------------------------------------------------ driver
 def _rollout(
-    env, kind, static, sampler_static, n, num_envs, outputs, checks, config, use_kernel, *args
-):
+    env, kind, static, sampler_static, n, num_envs, outputs, checks, config, use_kernel, *args,
+    axis_name=None,
+):  # fmt: skip
+    """The rollout; with `axis_name`, one shard of it inside `shard_map` (`jaxsim.fused.sharded`):
+    `num_envs` environments from global index axis_index * num_envs, statistics over all shards."""
     inputs, sampler_leaves, key, params, state = args
+    offset = 0 if axis_name is None else lax.axis_index(axis_name) * num_envs
     policy = blk.BlockPolicy(kind, static, inputs=None)
     sampler = None if sampler_static is None else jax.tree.unflatten(sampler_static, sampler_leaves)
     padded = config.block_envs * math.ceil(num_envs / config.block_envs)
@@ -256,7 +262,7 @@ def _rollout(
 
     with_sums = "episode_stats" in outputs
     if state is None:
-        draws = ResetDraws.for_rollout(env, key, num_envs, sampler)
+        draws = ResetDraws.for_rollout(env, key, num_envs, sampler, offset)
         lanes = Lanes(vmapped=True)
         carry = initial_carry(env, lanes, params, params_axes, draws, with_sums, checks)
     else:
@@ -275,6 +281,7 @@ def _rollout(
         policy_seeds=jax.vmap(lambda t: rng.seed_from_key(jax.random.fold_in(k_policy, t)))(steps),
         policy=inputs,
         sampler=sampler,
+        index_offset=jnp.asarray(offset, jnp.uint32)[None],
     )
 
     def block_step(params, carry, t, seed, draws, values):
@@ -326,7 +333,7 @@ def _rollout(
         carry = jax.tree.map(lambda x: x[:num_envs], carry)
     record = blk.record_from_outputs(template, outs)
     final_state = carry.to_state(env, Lanes(vmapped=True), params, params_axes)
-    stats = None if carry.sums is None else carry.sums.stats()
+    stats = None if carry.sums is None else carry.sums.stats(axis_name)
     per_step = {name: record.get(name) for name in STEP_OUTPUTS}
     return Trajectory(**per_step, final_state=final_state, stats=stats, checks=carry.checks)
 
@@ -349,6 +356,7 @@ def fused_rollout(
     params_sampler=None,
     checks=False,
     reference=False,
+    mesh=None,
 ) -> Trajectory:
     """The fused backend of `jaxsim.rollout`, which validates the other arguments first.
 
@@ -360,6 +368,8 @@ def fused_rollout(
       config: a `FusedConfig`, or None for the defaults.
       reference: run the plain-jnp reference (the same block step on the whole batch under
         `lax.scan`) instead of the kernel: what the kernel is tested against.
+      mesh: a mesh `jaxsim.sharding.check_mesh` accepted, or None: the kernel runs per shard of
+        the batch (`jaxsim.fused.sharded`).
 
     Returns:
       A `Trajectory` like the scan backend's (leaves the outputs left out are None).
@@ -385,6 +395,13 @@ def fused_rollout(
                 "rollout: the fused backend takes a params_sampler whose leaves are arrays "
                 "(kernel inputs); use backend='scan' for this one"
             )
+    if mesh is not None:
+        from jaxsim.fused.sharded import sharded_rollout
+
+        return sharded_rollout(
+            mesh, env, bp, sampler_static, n, num_envs, outputs, checks, config, not reference,
+            sampler_leaves, key, params, state,
+        )  # fmt: skip
     return _rollout_jit(
         env, bp.kind, bp.static, sampler_static, n, num_envs, outputs, checks, config,
         not reference,
