@@ -2,12 +2,25 @@
 
 After the import, `gymnasium.make("jaxsim/CartPole-v1")` returns a single `gymnasium.Env` whose
 `reset`/`step` are jaxsim's per-environment functions, jitted, and `gymnasium.make_vec(...,
-vectorization_mode="vector_entry_point")` returns a `gymnasium.vector.VectorEnv` that steps every
-environment in one jitted call of `jaxsim.transition.batch_step` (the rollout's own transition),
-in Gymnasium's NEXT_STEP or SAME_STEP autoreset mode. `make_sb3_vec_env` gives the same batched
-step as a Stable-Baselines3 `VecEnv`. jaxsim truncates at `params.max_episode_steps`, so no
-Gymnasium TimeLimit is stacked on top. Keyword arguments of `make`/`make_vec` go to
-`jaxsim.make` (params overrides and static config).
+vectorization_mode="vector_entry_point")` returns a `JaxsimVectorEnv` (see
+`jaxsim.gymnasium_vector`) that steps every environment in one jitted call of
+`jaxsim.transition.batch_step` (the rollout's own transition), in Gymnasium's NEXT_STEP or
+SAME_STEP autoreset mode, with per-environment `params=`, a `params_sampler=` and
+`reset(options={"reset_mask": mask})`. `make_sb3_vec_env` gives the same batched step as a
+Stable-Baselines3 `VecEnv`. jaxsim truncates at `params.max_episode_steps`, so no Gymnasium
+TimeLimit is stacked on top. Other keyword arguments of `make`/`make_vec` go to `jaxsim.make`
+(params overrides and static config).
+
+CPU dispatch: importing this module turns JAX's asynchronous CPU dispatch off
+(`jax_cpu_enable_async_dispatch=False`) if JAX has not started its backends yet. The flag is
+process-wide and read once, when the CPU client starts. A Gymnasium step runs one small program
+and reads its result at once, so asynchronous dispatch buys no overlap and costs a thread
+hand-off per step (`python -m benchmarks.gymnasium_front` measures both modes). It changes no
+result, and only the CPU client: other jitted code still runs, but the Python thread waits for
+each CPU computation instead of queueing the next. `cpu_dispatch()` says what was decided and
+why. To keep asynchronous dispatch, call `jax.config.update("jax_cpu_enable_async_dispatch",
+True)` after importing this module and before JAX's first computation, or run any JAX
+computation before importing it (then it is left alone).
 """
 
 from __future__ import annotations
@@ -155,7 +168,8 @@ def make_sb3_vec_env(env_id: str, num_envs: int = 1, **kwargs):
     Args:
       env_id: a jaxsim id ("CartPole-v1") or its Gymnasium id ("jaxsim/CartPole-v1").
       num_envs: the batch size.
-      **kwargs: `jaxsim.make` arguments (params overrides and static config).
+      **kwargs: `params=` (leaves shared or [num_envs]) and `params_sampler=`, as for
+        `JaxsimVectorEnv`, and `jaxsim.make` arguments (params overrides and static config).
 
     Returns:
       A `jaxsim.sb3.JaxsimSB3VecEnv` with SB3's semantics: same-step auto-reset, the terminal
