@@ -255,7 +255,8 @@ class JaxsimVectorEnv(gymnasium.vector.VectorEnv):
         self.metadata = {"autoreset_mode": mode, "render_modes": []}
         self.num_envs = int(num_envs)
         self.jax_env = make(env_id, **kwargs)
-        self.params = _checked_params(owner, self.jax_env, params, self.num_envs)
+        # On the device once: a Python scalar argument is converted again on every call.
+        self.params = jax.device_put(_checked_params(owner, self.jax_env, params, self.num_envs))
         _check_sampler(self.jax_env, params_sampler, self.num_envs)
         self.params_sampler = params_sampler
         # Spaces come from the default params, as in jaxsim.rollout: params act on the physics.
