@@ -468,6 +468,13 @@ def test_importing_turns_async_cpu_dispatch_off_only_before_jax_starts():
         assert f"'async': {on}" in out.stdout and reason in out.stdout, out.stdout
 
 
+def test_the_front_benchmark_checks_transitions_before_timing():
+    from benchmarks.gymnasium_front import check_front_transitions
+
+    check = check_front_transitions(8, steps=30)
+    assert check["pass"] and check["transitions_compared"] > 200
+
+
 # ------------------------------------------------------------------------------ Stable-Baselines3
 def test_sb3_vec_env_semantics():
     sb3 = pytest.importorskip("stable_baselines3", reason="stable-baselines3 (and torch) absent")
