@@ -1,9 +1,9 @@
 """The Gymnasium vector front against Gymnasium's numpy-vectorized CartPole, host arrays each step.
 
 Usage:
-  python -m benchmarks.gymnasium_front                # N = 16, 256, 4096; both CPU dispatch modes
+  python -m benchmarks.gymnasium_front                # N = 16, 256, 4096; every configuration
   python -m benchmarks.gymnasium_front --quick        # shorter samples (~1 min on 2 cores)
-  python -m benchmarks.gymnasium_front --num-envs 16,4096 --dispatch sync --out x.json
+  python -m benchmarks.gymnasium_front --num-envs 16,4096 --configs sync --out x.json
 
 Both sides are stepped the same way, by `benchmarks.throughput_adapters`' Gymnasium vector loop:
 `gymnasium.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point")`, uniform random
@@ -13,10 +13,12 @@ both sides' default). jaxsim's side is `jaxsim/CartPole-v1`, Gymnasium's is `Car
 
 JAX's CPU client runs computations asynchronously unless `jax_cpu_enable_async_dispatch` is off,
 a process-wide flag read once, when the CPU backend starts; importing `jaxsim.gymnasium` turns
-it off if JAX has not started yet. Each dispatch mode is therefore measured in its own child
+it off if JAX has not started yet. Each configuration is therefore measured in its own child
 process: "sync" as the import leaves it, "async" turned back on after the import (the way out
-the front documents). Both sides run in every child, interleaved sample by sample, so each
-ratio compares like with like.
+the front documents), and "sync-1core", "sync" with the process pinned to one core (XLA splits
+its larger loops across the CPU's threads; on cores other processes keep busy, the hand-offs
+cost more than the split saves). Both sides run in every child, interleaved sample by sample,
+so each ratio compares like with like.
 Before timing, the child checks that the front's transitions equal jaxsim's own step.
 """
 
@@ -37,7 +39,8 @@ from benchmarks.formatting import format_rate, format_table
 from benchmarks.paths import REPO_ROOT, RESULTS_DIR
 
 ENV_ID = "CartPole-v1"
-DISPATCH = ("async", "sync")
+# configuration -> (CPU dispatch, pinned to one core)
+CONFIGS = {"async": ("async", False), "sync": ("sync", False), "sync-1core": ("sync", True)}
 SIDES = ("jaxsim_front", "gymnasium_numpy")
 
 
@@ -83,10 +86,11 @@ def check_front_transitions(num_envs: int, steps: int = 40) -> dict:
     return {"pass": True, "transitions_compared": checked}
 
 
-def run_child(
-    dispatch: str, num_envs: list[int], repeats: int, min_time: float, quick: bool
-) -> dict:
+def run_child(config: str, num_envs: list[int], repeats: int, min_time: float, quick: bool) -> dict:
     """This process's measurements: both sides at every N, interleaved per sample."""
+    dispatch, one_core = CONFIGS[config]
+    if one_core:  # before JAX starts its thread pools
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     import gymnasium as gym
     import jax
 
@@ -134,26 +138,29 @@ def run_child(
         rows.append(row)
     return {
         "async_dispatch": bool(jax.config.read("jax_cpu_enable_async_dispatch")),
+        "cores": sorted(os.sched_getaffinity(0)),
         "front_dispatch": jaxsim.gymnasium.cpu_dispatch(),
         "rows": rows,
     }
 
 
-def _spawn(mode: str, args) -> dict:
+def _spawn(config: str, args) -> dict:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / f"{mode}.json"
+        out = Path(tmp) / f"{config}.json"
         command = [
             sys.executable, "-m", "benchmarks.gymnasium_front", "--child-out", str(out),
-            "--dispatch", mode, "--num-envs", ",".join(map(str, args.num_envs)),
+            "--configs", config, "--num-envs", ",".join(map(str, args.num_envs)),
             "--repeats", str(args.repeats),
             *(["--quick"] if args.quick else []),
         ]  # fmt: skip
         subprocess.run(command, cwd=REPO_ROOT, env=env, check=True)
         result = json.loads(out.read_text())
-    if result["async_dispatch"] != (mode == "async"):
-        raise AssertionError(f"the {mode} child ran with async_dispatch={result['async_dispatch']}")
+    if result["async_dispatch"] != (CONFIGS[config][0] == "async"):
+        raise AssertionError(
+            f"{config}: the child ran with async_dispatch={result['async_dispatch']}"
+        )
     return result
 
 
@@ -162,31 +169,31 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="shorter samples")
     p.add_argument("--num-envs", default="16,256,4096", help="comma-separated batch sizes")
     p.add_argument("--repeats", type=int, default=5, help="samples per side and N (median)")
-    p.add_argument("--dispatch", default="async,sync", help="CPU dispatch modes to measure")
+    p.add_argument("--configs", default=",".join(CONFIGS), help="configurations to measure")
     p.add_argument("--out", type=Path, default=None, help="JSON output path")
     p.add_argument("--child-out", type=Path, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.num_envs = [int(x) for x in args.num_envs.split(",")]
-    modes = args.dispatch.split(",")
-    if any(m not in DISPATCH for m in modes) or any(n < 1 for n in args.num_envs):
-        p.error(f"--dispatch takes modes from {sorted(DISPATCH)}; --num-envs positive integers")
+    configs = args.configs.split(",")
+    if any(c not in CONFIGS for c in configs) or any(n < 1 for n in args.num_envs):
+        p.error(f"--configs takes names from {list(CONFIGS)}; --num-envs positive integers")
     min_time = 0.1 if args.quick else 0.4
     if args.child_out is not None:
-        result = run_child(modes[0], args.num_envs, args.repeats, min_time, args.quick)
+        result = run_child(configs[0], args.num_envs, args.repeats, min_time, args.quick)
         write_json_atomic(args.child_out, result)
         return 0
-    children = {mode: _spawn(mode, args) for mode in modes}
+    children = {config: _spawn(config, args) for config in configs}
     table = format_table(
-        ["dispatch", "N", "jaxsim front", "Gymnasium numpy", "front / numpy"],
+        ["configuration", "N", "jaxsim front", "Gymnasium numpy", "front / numpy"],
         [
             [
-                mode,
+                config,
                 row["num_envs"],
                 format_rate(row["jaxsim_front"]["env_steps_per_s"]),
                 format_rate(row["gymnasium_numpy"]["env_steps_per_s"]),
                 f"{row['front_over_numpy']:.2f}x",
             ]
-            for mode, child in children.items()
+            for config, child in children.items()
             for row in child["rows"]
         ],
     )
@@ -199,10 +206,21 @@ def main(argv=None) -> int:
         "note": (
             "env-steps/s through gymnasium.make_vec(..., vectorization_mode='vector_entry_point')"
             ", random numpy actions in and numpy arrays out every step, NEXT_STEP autoreset; "
-            "median of interleaved samples; each dispatch mode in its own process "
+            "median of interleaved samples; each configuration in its own process "
             "(sync: as importing jaxsim.gymnasium leaves it)"
         ),
-        "dispatch": children,
+        "configurations": children,
+        "targets": [
+            {
+                "name": "jaxsim front / Gymnasium numpy at N=4096, at least 1",
+                "configuration": config,
+                "value": row["front_over_numpy"],
+                "met": row["front_over_numpy"] >= 1.0,
+            }
+            for config, child in children.items()
+            for row in child["rows"]
+            if row["num_envs"] == 4096
+        ],
         "table": table,
     }
     tag = machine_tag()
