@@ -452,20 +452,26 @@ def test_reset_mask_is_checked():
 
 
 def test_importing_turns_async_cpu_dispatch_off_only_before_jax_starts():
-    # The flag is process-wide and read once, when the CPU client starts: each case is its own
-    # process. The last turns it back on after the import, the documented way out.
+    # The flag is process-wide and read once, when the CPU client starts: a process per case.
+    # The first also turns it back on after the import, the documented way out.
+    show = "print(g.cpu_dispatch()); "
+    way_out = "import jax; jax.config.update('jax_cpu_enable_async_dispatch', True); "
     cases = {
-        "": (False, "turned off by importing"),
-        "import jax; jax.numpy.zeros(1); ": (True, "JAX had started"),
+        f"import jaxsim.gymnasium as g; {show}{way_out}{show}": [
+            (False, "turned off by importing"),
+            (True, "turned on again after jaxsim.gymnasium was imported"),
+        ],
+        "import jax; jax.numpy.zeros(1); import jaxsim.gymnasium as g; print(g.cpu_dispatch())": [
+            (True, "left on: JAX had started")
+        ],
     }
-    after = "import jax; jax.config.update('jax_cpu_enable_async_dispatch', True); "
-    code = "{before}import jaxsim.gymnasium as g; {after}print(g.cpu_dispatch())"
-    runs = [(code.format(before=b, after=""), *want) for b, want in cases.items()]
-    runs.append((code.format(before="", after=after), True, "turned on again"))
-    for source, on, reason in runs:
+    for source, wanted in cases.items():
         out = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
-        assert f"'async': {on}" in out.stdout and reason in out.stdout, out.stdout
+        lines = out.stdout.strip().splitlines()
+        assert len(lines) == len(wanted), out.stdout
+        for line, (on, reason) in zip(lines, wanted, strict=True):
+            assert f"'async': {on}" in line and reason in line, line
 
 
 def test_the_front_benchmark_checks_transitions_before_timing():
