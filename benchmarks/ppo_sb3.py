@@ -35,25 +35,12 @@ def first_reach(curve, target, key="mean_return"):
     return None
 
 
-def learn_sb3(
-    seed: int, target: float, max_steps: int, eval_every: int, episodes: int, threads: int
-) -> dict:
-    import gymnasium as gym
-    import torch
-    from stable_baselines3 import PPO as SB3PPO
-    from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.evaluation import evaluate_policy
-    from stable_baselines3.common.monitor import Monitor
+def sb3_cartpole_ppo(env, seed: int):
+    """SB3 PPO ("MlpPolicy", on the CPU) with rl-zoo's CartPole-v1 settings, on a `VecEnv`."""
+    from stable_baselines3 import PPO
 
     h = SB3_CARTPOLE
-    if threads > 0:
-        torch.set_num_threads(threads)
-    t_start, cpu_start = time.perf_counter(), time.process_time()
-    env = make_vec_env("CartPole-v1", n_envs=h["n_envs"], seed=seed)
-    eval_env = Monitor(gym.make("CartPole-v1"))
-    eval_env.reset(seed=10_000 + seed)
-    model = SB3PPO(
+    return PPO(
         "MlpPolicy",
         env,
         n_steps=h["n_steps"],
@@ -68,6 +55,25 @@ def learn_sb3(
         device="cpu",
         verbose=0,
     )
+
+
+def learn_sb3(
+    seed: int, target: float, max_steps: int, eval_every: int, episodes: int, threads: int
+) -> dict:
+    import gymnasium as gym
+    import torch
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.monitor import Monitor
+
+    if threads > 0:
+        torch.set_num_threads(threads)
+    t_start, cpu_start = time.perf_counter(), time.process_time()
+    env = make_vec_env("CartPole-v1", n_envs=SB3_CARTPOLE["n_envs"], seed=seed)
+    eval_env = Monitor(gym.make("CartPole-v1"))
+    eval_env.reset(seed=10_000 + seed)
+    model = sb3_cartpole_ppo(env, seed)
     state = {"eval_s": 0.0, "eval_cpu_s": 0.0, "next": eval_every, "curve": []}
 
     class EvalUntilTarget(BaseCallback):

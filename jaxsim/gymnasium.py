@@ -2,12 +2,25 @@
 
 After the import, `gymnasium.make("jaxsim/CartPole-v1")` returns a single `gymnasium.Env` whose
 `reset`/`step` are jaxsim's per-environment functions, jitted, and `gymnasium.make_vec(...,
-vectorization_mode="vector_entry_point")` returns a `gymnasium.vector.VectorEnv` that steps every
-environment in one jitted call of `jaxsim.transition.batch_step` (the rollout's own transition),
-in Gymnasium's NEXT_STEP or SAME_STEP autoreset mode. `make_sb3_vec_env` gives the same batched
-step as a Stable-Baselines3 `VecEnv`. jaxsim truncates at `params.max_episode_steps`, so no
-Gymnasium TimeLimit is stacked on top. Keyword arguments of `make`/`make_vec` go to
-`jaxsim.make` (params overrides and static config).
+vectorization_mode="vector_entry_point")` returns a `JaxsimVectorEnv` (see
+`jaxsim.gymnasium_vector`) that steps every environment in one jitted call of
+`jaxsim.transition.batch_step` (the rollout's own transition), in Gymnasium's NEXT_STEP or
+SAME_STEP autoreset mode, with per-environment `params=`, a `params_sampler=` and
+`reset(options={"reset_mask": mask})`. `make_sb3_vec_env` gives the same batched step as a
+Stable-Baselines3 `VecEnv`. jaxsim truncates at `params.max_episode_steps`, so no Gymnasium
+TimeLimit is stacked on top. Other keyword arguments of `make`/`make_vec` go to `jaxsim.make`
+(params overrides and static config).
+
+CPU dispatch: importing this module turns JAX's asynchronous CPU dispatch off
+(`jax_cpu_enable_async_dispatch=False`) if JAX has not started its backends yet. The flag is
+process-wide and read once, when the CPU client starts. A Gymnasium step runs one small program
+and reads its result at once, so asynchronous dispatch buys no overlap and costs a thread
+hand-off per step (`python -m benchmarks.gymnasium_front` measures both modes). It changes no
+result, and only the CPU client: other jitted code still runs, but the Python thread waits for
+each CPU computation instead of queueing the next. `cpu_dispatch()` says what was decided and
+why. To keep asynchronous dispatch, call `jax.config.update("jax_cpu_enable_async_dispatch",
+True)` after importing this module and before JAX's first computation, or run any JAX
+computation before importing it (then it is left alone).
 """
 
 from __future__ import annotations
@@ -24,67 +37,74 @@ except ImportError as e:  # an optional dependency: the `gym` (or `test`) extra
     ) from e
 
 import jax
-import jax.numpy as jnp
 import numpy as np
-from flax import struct
-from gymnasium.vector import AutoresetMode
-from gymnasium.vector.utils import batch_space
 
-from jaxsim import spaces
 from jaxsim.core import Env
 from jaxsim.envs import make, registered_ids
-from jaxsim.rendering import default_fps
-from jaxsim.transition import (
-    Carry,
-    Lanes,
-    ResetDraws,
-    batch_step,
-    initial_carry,
-    stack_obs,
-    with_episode_params,
+from jaxsim.gymnasium_vector import (
+    JaxsimVectorEnv,
+    check_actions,
+    gymnasium_space,
+    seed_words,
 )
+from jaxsim.rendering import default_fps
 
 __all__ = [
     "NAMESPACE",
     "JaxsimEnv",
     "JaxsimVectorEnv",
+    "cpu_dispatch",
     "gymnasium_space",
     "make_sb3_vec_env",
     "register_all",
 ]
 
 NAMESPACE = "jaxsim"
-_MAX_COUNT = 2**31 - 1
 
 
-def gymnasium_space(space: spaces.Space) -> gymnasium.spaces.Space:
-    """The Gymnasium space of a jaxsim space (one environment).
+# ----------------------------------------------------------------------------------- CPU dispatch
+def _backends_started() -> bool:
+    try:
+        from jax._src.xla_bridge import backends_are_initialized
+    except ImportError:  # a jax without it: assume started, and change nothing
+        return True
+    return backends_are_initialized()
 
-    Args:
-      space: a `jaxsim.spaces.Discrete` or `Box`.
+
+_TURNED_OFF = "turned off by importing jaxsim.gymnasium"
+
+
+def _choose_cpu_dispatch() -> str:
+    """Turns JAX's asynchronous CPU dispatch off if JAX has not started its backends yet.
+
+    `jax_cpu_enable_async_dispatch` is process-wide and read once, when the CPU client starts
+    (JAX's first computation), so it is set here, on import, or never. Returns why the flag has
+    its value, which `cpu_dispatch()` reports.
+    """
+    if not jax.config.read("jax_cpu_enable_async_dispatch"):
+        return "off before jaxsim.gymnasium was imported"
+    if _backends_started():
+        return "left on: JAX had started before jaxsim.gymnasium was imported"
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
+    return _TURNED_OFF
+
+
+_DISPATCH_REASON = _choose_cpu_dispatch()
+
+
+def cpu_dispatch() -> dict[str, Any]:
+    """Whether JAX dispatches CPU computations asynchronously in this process, and why.
 
     Returns:
-      `gymnasium.spaces.Discrete(n)` (int64, Gymnasium's default; jaxsim casts to int32) or a
-      float32 `gymnasium.spaces.Box` with the same bounds and shape.
+      {"async": bool, "reason": str}. The front steps one small program per Gymnasium call and
+      reads its result at once, so asynchronous dispatch only adds a thread hand-off per step;
+      see the module docstring and `python -m benchmarks.gymnasium_front`.
     """
-    if isinstance(space, spaces.Discrete):
-        return gymnasium.spaces.Discrete(space.n)
-    if isinstance(space, spaces.Box):
-        return gymnasium.spaces.Box(space.low, space.high, space.shape, np.float32)
-    raise TypeError(f"gymnasium_space: unsupported jaxsim space {space!r}")
-
-
-def _seed_words(np_random: np.random.Generator) -> np.ndarray:
-    """Two uint32 words from Gymnasium's generator: a raw jax key, or a counter-hash seed."""
-    return np_random.integers(0, 2**32, size=2, dtype=np.uint32)
-
-
-def _check_discrete(owner: str, space: spaces.Space, action: np.ndarray) -> None:
-    # jaxsim clips an out-of-range Discrete action; Gymnasium's environments reject it.
-    if not isinstance(space, spaces.Discrete):
-        return
-    if not np.issubdtype(action.dtype, np.integer) or np.any((action < 0) | (action >= space.n)):
-        raise ValueError(f"{owner}: actions must be integers in [0, {space.n}), got {action!r}")
+    on = bool(jax.config.read("jax_cpu_enable_async_dispatch"))
+    reason = _DISPATCH_REASON
+    if on and reason == _TURNED_OFF:
+        reason = "turned on again after jaxsim.gymnasium was imported"
+    return {"async": on, "reason": reason}
 
 
 # ------------------------------------------------------------------------------------- single env
@@ -129,16 +149,15 @@ class JaxsimEnv(gymnasium.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         # One key for the reset, one that the steps split (it reaches stochastic dynamics).
-        self._key = _seed_words(self.np_random)
-        self._state, obs = _reset_one(self.jax_env, _seed_words(self.np_random), self.params)
+        self._key = seed_words(self.np_random)
+        self._state, obs = _reset_one(self.jax_env, seed_words(self.np_random), self.params)
         return np.array(obs), {}
 
     def step(self, action):
         if self._state is None:
             raise gymnasium.error.ResetNeeded("jaxsim: call reset before step")
-        action = np.asarray(action)
-        _check_discrete(f"jaxsim/{self.jax_env.id}", self._space, action)
-        action = action.astype(np.dtype(self._space.dtype))
+        owner = f"jaxsim/{self.jax_env.id}"
+        action = check_actions(owner, self._space, action, self._space.shape)
         self._key, self._state, out = _step_one(
             self.jax_env, self._key, self._state, action, self.params
         )
@@ -152,167 +171,6 @@ class JaxsimEnv(gymnasium.Env):
         return self.jax_env.render(self._state, self.params)
 
 
-# ------------------------------------------------------------------------------------- vector env
-@struct.dataclass
-class _VectorState:
-    """A vector env between calls; leaves are [num_envs] unless noted."""
-
-    carry: Carry  # after same-step auto-reset, as batch_step leaves it
-    obs: jax.Array  # observation of carry.env_state: [num_envs, *obs_shape]
-    pending: jax.Array  # bool: NEXT_STEP: the last step ended the episode, reset not yet shown
-    draws: ResetDraws
-    counter: jax.Array  # uint32 scalar: steps since reset, the counter of the reset draws
-    key: jax.Array  # raw uint32[2] key for stochastic dynamics
-
-
-def _observe(env, carry: Carry, params, params_axes) -> jax.Array:
-    step_params, step_axes = with_episode_params(params, params_axes, carry.episode_params)
-    return stack_obs(env, Lanes(vmapped=True).observe(env, carry.env_state, step_params, step_axes))
-
-
-def _where_lanes(mask, a, b):
-    """Leafwise `where(mask, a, b)` over pytrees whose leaves have leading [num_envs]."""
-
-    def one(x, y):
-        return jnp.where(mask.reshape(mask.shape + (1,) * (jnp.ndim(x) - 1)), x, y)
-
-    return jax.tree.map(one, a, b)
-
-
-@functools.partial(jax.jit, static_argnums=(0, 1))
-def _vector_reset(env: Env, num_envs: int, seed, key, params):
-    params_axes = env.params_axes(params, num_envs, owner="jaxsim.gymnasium")
-    draws = ResetDraws.make(env, seed, jnp.arange(num_envs, dtype=jnp.uint32))
-    carry = initial_carry(env, Lanes(vmapped=True), params, params_axes, draws, False, False)
-    obs = _observe(env, carry, params, params_axes)
-    pending = jnp.zeros((num_envs,), jnp.bool_)
-    return _VectorState(carry, obs, pending, draws, jnp.uint32(0), key)
-
-
-@functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _vector_step(env: Env, num_envs: int, same_step: bool, vstate: _VectorState, action, params):
-    params_axes = env.params_axes(params, num_envs, owner="jaxsim.gymnasium")
-    counter = vstate.counter + jnp.uint32(1)
-    keys = None
-    if env.stochastic:
-        keys = jax.random.split(jax.random.fold_in(vstate.key, counter), num_envs)
-    carry, rec = batch_step(
-        env, Lanes(vmapped=True), vstate.carry, action, params, params_axes, counter, vstate.draws,
-        keys,
-    )  # fmt: skip
-    next_obs = stack_obs(env, rec["next_obs"])  # before the auto-reset
-    obs = _observe(env, carry, params, params_axes)  # after it
-    reward, terminated, truncated = rec["reward"], rec["terminated"], rec["truncated"]
-    if same_step:
-        out = (obs, reward, terminated, truncated, next_obs)
-        return vstate.replace(carry=carry, obs=obs, counter=counter), out
-    # NEXT_STEP: a lane whose last step ended shows the reset it already holds, with reward 0 and
-    # no flags, and does not advance; every other lane shows this step's true observation.
-    pending = vstate.pending
-    carry = _where_lanes(pending, vstate.carry, carry)
-    obs = jnp.where(pending[:, None], vstate.obs, obs)
-    shown = jnp.where(pending[:, None], vstate.obs, next_obs)
-    reward = jnp.where(pending, jnp.float32(0), reward)
-    terminated = terminated & ~pending
-    truncated = truncated & ~pending
-    new = vstate.replace(carry=carry, obs=obs, pending=terminated | truncated, counter=counter)
-    return new, (shown, reward, terminated, truncated, next_obs)
-
-
-class JaxsimVectorEnv(gymnasium.vector.VectorEnv):
-    """`num_envs` copies of a jaxsim environment as a `gymnasium.vector.VectorEnv`.
-
-    Each `step` is one jitted call of `jaxsim.transition.batch_step` on the whole batch (vmapped
-    lanes, as the scan rollout runs it). `autoreset_mode` is Gymnasium's:
-
-    - `AutoresetMode.NEXT_STEP` (the default): a step that ends an episode returns its terminal
-      observation; the next step returns the reset observation with reward 0 and both flags
-      False, ignoring that lane's action.
-    - `AutoresetMode.SAME_STEP`: the step that ends an episode returns the reset observation;
-      `info["final_obs"]` (an object array, None for lanes that did not end) holds the terminal
-      one, with masks `info["_final_obs"]`, `info["_final_info"]` as Gymnasium's vector envs.
-
-    `reset(seed=s)` seeds `np_random`, from which the batch's counter-based reset seed is drawn;
-    environment i's resets are then a pure function of that seed, i and the step count.
-    """
-
-    def __init__(
-        self,
-        env_id: str,
-        num_envs: int = 1,
-        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
-        render_mode: str | None = None,
-        **kwargs,
-    ):
-        if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer):
-            raise TypeError(f"jaxsim/{env_id}: num_envs must be an int, got {num_envs!r}")
-        if not 1 <= num_envs <= _MAX_COUNT:
-            raise ValueError(f"jaxsim/{env_id}: num_envs must be in [1, 2**31 - 1], got {num_envs}")
-        mode = AutoresetMode(autoreset_mode)
-        if mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
-            raise ValueError(
-                f"jaxsim/{env_id}: autoreset_mode must be NEXT_STEP or SAME_STEP, got {mode}"
-            )
-        if render_mode is not None:
-            raise ValueError(f"jaxsim/{env_id}: rendering is not supported, got {render_mode!r}")
-        self.render_mode = None
-        self.autoreset_mode = mode
-        self.metadata = {"autoreset_mode": mode, "render_modes": []}
-        self.num_envs = int(num_envs)
-        self.jax_env = make(env_id, **kwargs)
-        self.params = self.jax_env.default_params
-        self._space = self.jax_env.action_space(self.params)
-        self.single_observation_space = gymnasium_space(self.jax_env.observation_space(self.params))
-        self.single_action_space = gymnasium_space(self._space)
-        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
-        self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self._vstate = None
-
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        if seed is not None and not isinstance(seed, int | np.integer):
-            raise TypeError(
-                f"jaxsim/{self.jax_env.id}: seed must be an int or None (environment i draws "
-                f"its own counter-based resets from it), got {seed!r}"
-            )
-        if options:
-            raise ValueError(f"jaxsim/{self.jax_env.id}: reset options are not supported")
-        super().reset(seed=seed)
-        seed_words, key = _seed_words(self.np_random), _seed_words(self.np_random)
-        self._vstate = _vector_reset(self.jax_env, self.num_envs, seed_words, key, self.params)
-        return np.array(self._vstate.obs), {}
-
-    def step(self, actions):
-        if self._vstate is None:
-            raise gymnasium.error.ResetNeeded("jaxsim: call reset before step")
-        actions = np.asarray(actions)
-        owner = f"jaxsim/{self.jax_env.id}"
-        expected = (self.num_envs, *self._space.shape)
-        if actions.shape != expected:
-            raise ValueError(f"{owner}: actions must have shape {expected}, got {actions.shape}")
-        _check_discrete(owner, self._space, actions)
-        actions = actions.astype(np.dtype(self._space.dtype))
-        same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
-        self._vstate, out = _vector_step(
-            self.jax_env, self.num_envs, same_step, self._vstate, actions, self.params
-        )
-        # Copies: device_get may give read-only views, and callers (torch) write to them.
-        obs, reward, terminated, truncated, final_obs = map(np.array, jax.device_get(out))
-        infos: dict[str, Any] = {}
-        done = terminated | truncated
-        if same_step and done.any():
-            # Gymnasium's own SAME_STEP layout (SyncVectorEnv): per-lane objects, None elsewhere.
-            final = np.full(self.num_envs, None, dtype=object)
-            for i in np.flatnonzero(done):
-                final[i] = final_obs[i]
-            infos = {
-                "final_obs": final,
-                "_final_obs": done.copy(),
-                "final_info": {},
-                "_final_info": done.copy(),
-            }
-        return obs, reward, terminated, truncated, infos
-
-
 # ------------------------------------------------------------------------------ SB3 and registry
 def make_sb3_vec_env(env_id: str, num_envs: int = 1, **kwargs):
     """A Stable-Baselines3 `VecEnv` stepping `num_envs` copies of a jaxsim env in one jitted call.
@@ -320,7 +178,8 @@ def make_sb3_vec_env(env_id: str, num_envs: int = 1, **kwargs):
     Args:
       env_id: a jaxsim id ("CartPole-v1") or its Gymnasium id ("jaxsim/CartPole-v1").
       num_envs: the batch size.
-      **kwargs: `jaxsim.make` arguments (params overrides and static config).
+      **kwargs: `params=` (leaves shared or [num_envs]) and `params_sampler=`, as for
+        `JaxsimVectorEnv`, and `jaxsim.make` arguments (params overrides and static config).
 
     Returns:
       A `jaxsim.sb3.JaxsimSB3VecEnv` with SB3's semantics: same-step auto-reset, the terminal

@@ -218,6 +218,44 @@ def batch_axes(owner: str, spec_list, shapes, params, num_envs: int):
 
 
 # ------------------------------------------------------------------------- domain randomisation
+def check_sampler(owner: str, env, sampler, num_envs: int) -> None:
+    """A params sampler must draw known fields at their declared shapes, one per environment.
+
+    `owner` (e.g. "rollout") starts every error message; the checks trace `sampler.draw` once.
+    """
+    if sampler is None:
+        return
+    fields = getattr(sampler, "fields", None)
+    if not callable(getattr(sampler, "draw", None)) or not isinstance(fields, tuple):
+        raise TypeError(
+            f"{owner}: params_sampler must have `fields` (a tuple of names) and an elementwise "
+            "`draw(seed, index, counter)`, e.g. jaxsim.uniform_params(env, gravity=(9.0, 10.5)); "
+            f"got {type(sampler).__name__}"
+        )
+    shapes = env.param_shapes()
+    unknown = sorted(set(fields) - set(shapes))
+    if unknown:
+        raise ValueError(
+            f"{owner}: params_sampler draws {unknown}, which are not params of {env.id}; "
+            f"its params are {sorted(shapes)}"
+        )
+    u32 = jax.ShapeDtypeStruct((), jnp.uint32)
+    index = jax.ShapeDtypeStruct((num_envs,), jnp.uint32)
+    drawn = jax.eval_shape(sampler.draw, (u32, u32), index, u32)
+    if sorted(drawn) != sorted(fields):
+        raise ValueError(
+            f"{owner}: params_sampler.draw returned {sorted(drawn)}, but its fields are {fields}"
+        )
+    for name, value in drawn.items():
+        expected = (num_envs, *shapes[name])
+        if value.shape != expected:
+            raise ValueError(
+                f"{owner}: params_sampler draws {name!r} of shape {value.shape} for {num_envs} "
+                f"environments; it needs {expected} (its declared shape {shapes[name]} per "
+                "environment)"
+            )
+
+
 _PARAMS_STREAM = 0x4000_0000  # rng streams for drawn params: base + (field << 16) + component
 
 

@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsim import params as params_lib
 from jaxsim import rng, sharding
 from jaxsim.checks import raise_on_failure
 from jaxsim.core import Env
@@ -62,41 +63,6 @@ def _state_size(state) -> int | None:
         return state.num_envs
     time = getattr(state, "time", None)
     return time.shape[0] if getattr(time, "ndim", 0) else None
-
-
-def _check_sampler(env: Env, sampler, num_envs: int) -> None:
-    """A params sampler must draw known fields at their declared shapes, one per environment."""
-    if sampler is None:
-        return
-    fields = getattr(sampler, "fields", None)
-    if not callable(getattr(sampler, "draw", None)) or not isinstance(fields, tuple):
-        raise TypeError(
-            "rollout: params_sampler must have `fields` (a tuple of names) and an elementwise "
-            "`draw(seed, index, counter)`, e.g. jaxsim.uniform_params(env, gravity=(9.0, 10.5)); "
-            f"got {type(sampler).__name__}"
-        )
-    shapes = env.param_shapes()
-    unknown = sorted(set(fields) - set(shapes))
-    if unknown:
-        raise ValueError(
-            f"rollout: params_sampler draws {unknown}, which are not params of {env.id}; "
-            f"its params are {sorted(shapes)}"
-        )
-    u32 = jax.ShapeDtypeStruct((), jnp.uint32)
-    index = jax.ShapeDtypeStruct((num_envs,), jnp.uint32)
-    drawn = jax.eval_shape(sampler.draw, (u32, u32), index, u32)
-    if sorted(drawn) != sorted(fields):
-        raise ValueError(
-            f"rollout: params_sampler.draw returned {sorted(drawn)}, but its fields are {fields}"
-        )
-    for name, value in drawn.items():
-        expected = (num_envs, *shapes[name])
-        if value.shape != expected:
-            raise ValueError(
-                f"rollout: params_sampler draws {name!r} of shape {value.shape} for {num_envs} "
-                f"environments; it needs {expected} (its declared shape {shapes[name]} per "
-                "environment)"
-            )
 
 
 def _check_state(
@@ -385,7 +351,7 @@ def rollout(
         mesh = sharding.check_mesh(mesh, num_envs)
         sharding.check_placement(mesh, "rollout", params=params, state=state, policy=policy)
     params_axes = env.params_axes(params, num_envs)
-    _check_sampler(env, params_sampler, num_envs)
+    params_lib.check_sampler("rollout", env, params_sampler, num_envs)
     state = _check_state(env, state, num_envs, params, params_axes, params_sampler)
 
     check_memory(env, policy, key, n, num_envs, outputs)

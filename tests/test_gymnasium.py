@@ -339,6 +339,148 @@ def test_vector_env_checks_its_arguments():
         venv.step(np.array([0, 5]))
 
 
+# ------------------------------------------------------------- per-environment params, reset_mask
+def _step_from_obs(env, obs, actions, params, params_axes=None):
+    """jaxsim's own vmapped CartPole step from the states a batch of observations shows."""
+    states = jax.vmap(lambda o: _cartpole_state(env, o))(jnp.asarray(obs))
+    step = jax.vmap(env.step, in_axes=(None, 0, 0, params_axes))
+    return step(KEY, states, jnp.asarray(actions, jnp.int32), params)[1]
+
+
+def test_per_environment_params_reach_each_lane():
+    env = jaxsim.make("CartPole-v1")
+    params = env.default_params.replace(
+        force_mag=np.array([2.0, 5.0, 10.0], np.float32), max_episode_steps=np.array([3, 5, 7])
+    )
+    venv = _vec("CartPole-v1", 3, AutoresetMode.SAME_STEP, params=params)
+    obs, _ = venv.reset(seed=0)
+    axes = env.params_axes(params, 3)
+    truncated_at = {}
+    for t in range(1, 8):
+        actions = np.full(3, t % 2)  # alternating pushes: the poles stay up
+        ts = _step_from_obs(env, obs, actions, params, axes)
+        obs, _, terminated, truncated, info = venv.step(actions)
+        final = np.stack([info["final_obs"][i] if truncated[i] else obs[i] for i in range(3)])
+        # Each lane its own force; the two programs may contract floats differently (1 ulp).
+        np.testing.assert_allclose(final, np.asarray(ts.obs), rtol=1e-6, atol=1e-7)
+        assert not terminated.any()
+        truncated_at.update({i: t for i in np.flatnonzero(truncated) if i not in truncated_at})
+    assert truncated_at == {0: 3, 1: 5, 2: 7}
+
+
+def test_params_of_the_wrong_size_type_or_value_name_the_field():
+    env = jaxsim.make("CartPole-v1")
+    with pytest.raises(ValueError, match=r"field 'force_mag' has shape \(4,\).*num_envs=3"):
+        _vec("CartPole-v1", 3, params=env.default_params.replace(force_mag=np.ones(4)))
+    limits = np.array([5, 0, 5], np.int32)
+    with pytest.raises(ValueError, match=r"params: max_episode_steps .* must be an integer >= 1"):
+        _vec("CartPole-v1", 3, params=env.default_params.replace(max_episode_steps=limits))
+    with pytest.raises(TypeError, match="max_episode_steps must be an integer"):
+        _vec("CartPole-v1", 3, params=env.default_params.replace(max_episode_steps=np.ones(3)))
+    with pytest.raises(TypeError, match="params must be CartPoleParams"):
+        _vec("CartPole-v1", 3, params=jaxsim.make("Pendulum-v1").default_params)
+
+
+def test_params_sampler_draws_every_episode_its_own_values():
+    env = jaxsim.make("Pendulum-v1")  # never terminates: the drawn limit sets each length
+    sampler = jaxsim.uniform_params(env, max_episode_steps=(2, 6))
+    venv = _vec("Pendulum-v1", 4, AutoresetMode.SAME_STEP, params_sampler=sampler)
+
+    def lengths(seed):
+        venv.reset(seed=seed)
+        since, out = np.zeros(4, int), []
+        for _ in range(40):
+            since += 1
+            truncated = venv.step(np.zeros((4, 1), np.float32))[3]
+            out += list(since[truncated])
+            since[truncated] = 0
+        return out
+
+    first = lengths(0)
+    assert set(first) <= set(range(2, 7)) and len(set(first)) >= 3
+    assert lengths(0) == first  # reproducible from the seed
+    with pytest.raises(ValueError, match=r"draws \['gravity'\], which are not params"):
+        _vec(
+            "Pendulum-v1",
+            4,
+            params_sampler=jaxsim.uniform_params(jaxsim.make("CartPole-v1"), gravity=(9.0, 10.0)),
+        )
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_reset_mask_restarts_only_the_masked_lanes(mode):
+    venv = _vec("Pendulum-v1", 4, mode, max_episode_steps=6)
+    full = venv.reset(seed=9)[0]
+    zeros = np.zeros((4, 1), np.float32)
+    for _ in range(4):
+        obs = venv.step(zeros)[0]
+    mask = np.array([True, False, True, False])
+    obs_after, info = venv.reset(seed=9, options={"reset_mask": mask})
+    assert info == {}
+    np.testing.assert_array_equal(obs_after[mask], full[mask])  # as a full reset with seed 9
+    np.testing.assert_array_equal(obs_after[~mask], obs[~mask])  # the others run on
+    truncs = [venv.step(zeros)[3] for _ in range(6)]
+    assert [t for t, tr in enumerate(truncs, 1) if tr[1]] == [2]  # their clock ran on too
+    assert [t for t, tr in enumerate(truncs, 1) if tr[0]] == [6]  # a new episode's clock
+
+
+def test_reset_mask_clears_a_deferred_reset():
+    venv = _vec("CartPole-v1", 2, max_episode_steps=3)
+    venv.reset(seed=0)
+    for _ in range(3):  # both truncate at step 3; NEXT_STEP shows their resets next
+        venv.step(np.array([0, 1]))
+    venv.reset(options={"reset_mask": np.array([True, False])})
+    _, reward, *_ = venv.step(np.array([0, 1]))
+    assert reward.tolist() == [1.0, 0.0]  # lane 0 stepped its new episode; lane 1 its reset
+
+
+def test_reset_mask_is_checked():
+    venv = _vec("CartPole-v1", 3)
+    with pytest.raises(gym.error.ResetNeeded, match="reset without a reset_mask first"):
+        venv.reset(options={"reset_mask": np.ones(3, bool)})
+    venv.reset(seed=0)
+    bad = {
+        "a bool array of shape \\(3,\\), got int64\\[3\\]": np.ones(3, np.int64),
+        "a bool array of shape \\(3,\\), got bool\\[4\\]": np.ones(4, bool),
+        "selects no environment": np.zeros(3, bool),
+    }
+    for message, mask in bad.items():
+        with pytest.raises(ValueError, match=message):
+            venv.reset(options={"reset_mask": mask})
+    with pytest.raises(ValueError, match=r"unsupported reset options \['other'\]"):
+        venv.reset(options={"other": 1})
+
+
+def test_importing_turns_async_cpu_dispatch_off_only_before_jax_starts():
+    # The flag is process-wide and read once, when the CPU client starts: a process per case.
+    # The first also turns it back on after the import, the documented way out.
+    show = "print(g.cpu_dispatch()); "
+    way_out = "import jax; jax.config.update('jax_cpu_enable_async_dispatch', True); "
+    cases = {
+        f"import jaxsim.gymnasium as g; {show}{way_out}{show}": [
+            (False, "turned off by importing"),
+            (True, "turned on again after jaxsim.gymnasium was imported"),
+        ],
+        "import jax; jax.numpy.zeros(1); import jaxsim.gymnasium as g; print(g.cpu_dispatch())": [
+            (True, "left on: JAX had started")
+        ],
+    }
+    for source, wanted in cases.items():
+        out = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        lines = out.stdout.strip().splitlines()
+        assert len(lines) == len(wanted), out.stdout
+        for line, (on, reason) in zip(lines, wanted, strict=True):
+            assert f"'async': {on}" in line and reason in line, line
+
+
+def test_the_front_benchmark_checks_transitions_before_timing():
+    from benchmarks.gymnasium_front import check_front_transitions
+
+    check = check_front_transitions(8, steps=30)
+    assert check["pass"] and check["transitions_compared"] > 200
+
+
 # ------------------------------------------------------------------------------ Stable-Baselines3
 def test_sb3_vec_env_semantics():
     sb3 = pytest.importorskip("stable_baselines3", reason="stable-baselines3 (and torch) absent")

@@ -1,0 +1,345 @@
+"""The vector half of the Gymnasium front: `JaxsimVectorEnv`, and the helpers both halves share.
+
+`jaxsim.gymnasium` (registration, the single env, the SB3 factory) builds on this module; import
+that one. Each `JaxsimVectorEnv.step` is one jitted call of `jaxsim.transition.batch_step`, the
+rollout's own transition, on the whole batch. Per call the host does only what Gymnasium's API
+forces: validate and convert the actions, run one program, and copy one packed output buffer
+(observations, rewards, flags) into fresh numpy arrays. The program reads its params and reset
+draws without returning them, and donates the state it replaces.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import gymnasium  # jaxsim.gymnasium, which imports this module, names the extra if absent
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from jaxsim import params as params_lib
+from jaxsim import spaces
+from jaxsim.core import Env
+from jaxsim.envs import make
+from jaxsim.transition import (
+    Carry,
+    Lanes,
+    ResetDraws,
+    batch_step,
+    initial_carry,
+    stack_obs,
+    with_episode_params,
+)
+
+_MAX_COUNT = 2**31 - 1
+_LANES = Lanes(vmapped=True)
+
+
+def gymnasium_space(space: spaces.Space) -> gymnasium.spaces.Space:
+    """The Gymnasium space of a jaxsim space (one environment).
+
+    Args:
+      space: a `jaxsim.spaces.Discrete` or `Box`.
+
+    Returns:
+      `gymnasium.spaces.Discrete(n)` (int64, Gymnasium's default; jaxsim casts to int32) or a
+      float32 `gymnasium.spaces.Box` with the same bounds and shape.
+    """
+    if isinstance(space, spaces.Discrete):
+        return gymnasium.spaces.Discrete(space.n)
+    if isinstance(space, spaces.Box):
+        return gymnasium.spaces.Box(space.low, space.high, space.shape, np.float32)
+    raise TypeError(f"gymnasium_space: unsupported jaxsim space {space!r}")
+
+
+def seed_words(np_random: np.random.Generator) -> np.ndarray:
+    """Two uint32 words from Gymnasium's generator: a raw jax key, or a counter-hash seed."""
+    return np_random.integers(0, 2**32, size=2, dtype=np.uint32)
+
+
+def check_actions(owner: str, space: spaces.Space, actions, shape: tuple) -> np.ndarray:
+    """`actions` as a numpy array of `space`'s dtype, or a ValueError naming what was wrong.
+
+    jaxsim clips an out-of-range Discrete action; Gymnasium's environments reject it, and so
+    does the front. The range check is two reductions, not a per-element comparison mask.
+    """
+    actions = np.asarray(actions)
+    if actions.shape != shape:
+        raise ValueError(f"{owner}: actions must have shape {shape}, got {actions.shape}")
+    if isinstance(space, spaces.Discrete):
+        if actions.dtype.kind not in "iu" or (
+            actions.size and (actions.min() < 0 or actions.max() >= space.n)
+        ):
+            raise ValueError(
+                f"{owner}: actions must be integers in [0, {space.n}), got {actions!r}"
+            )
+    return actions.astype(np.dtype(space.dtype), copy=False)
+
+
+# ------------------------------------------------------------------------------ device programs
+@struct.dataclass
+class _Fixed:
+    """What every step reads and none changes (until the next reset)."""
+
+    params: Any  # leaves shared or [num_envs]
+    draws: ResetDraws  # the batch's reset draws (and params sampler), from the reset's seed
+    key: jax.Array  # raw uint32[2]: stochastic dynamics' keys fold in the step counter
+
+
+@struct.dataclass
+class _Moving:
+    """What each step replaces (donated to it); leaves [num_envs] unless noted."""
+
+    carry: Carry  # after same-step auto-reset, as batch_step leaves it
+    pending: jax.Array  # bool: NEXT_STEP: the last step ended the episode, reset not yet shown
+    counter: jax.Array  # uint32 scalar: steps since the reset, the counter of the reset draws
+
+
+def _observe(env: Env, carry: Carry, fixed: _Fixed, params_axes) -> jax.Array:
+    params, axes = with_episode_params(fixed.params, params_axes, carry.episode_params)
+    return stack_obs(env, _LANES.observe(env, carry.env_state, params, axes))
+
+
+def _where_lanes(mask, a, b):
+    """Leafwise `where(mask, a, b)` over pytrees whose leaves have leading [num_envs]."""
+
+    def one(x, y):
+        return jnp.where(mask.reshape(mask.shape + (1,) * (jnp.ndim(x) - 1)), x, y)
+
+    return jax.tree.map(one, a, b)
+
+
+def _host_buffer(*arrays) -> jax.Array:
+    """Arrays as one flat float32 buffer, each a contiguous segment: one transfer per step, and
+    contiguous copies on the host (a strided column costs several times more to copy)."""
+    return jnp.concatenate([jnp.ravel(jnp.asarray(x, jnp.float32)) for x in arrays])
+
+
+def _reset(env: Env, num_envs: int, seed, key, params, sampler, moving, mask):
+    """A new batch seed; lanes in `mask` (all if `moving` is None) start an episode at counter 0.
+
+    Returns:
+      (moving, fixed, obs[num_envs, *obs_shape]).
+    """
+    params_axes = env.params_axes(params, num_envs, owner=f"jaxsim/{env.id}")
+    draws = ResetDraws.make(env, seed, jnp.arange(num_envs, dtype=jnp.uint32), sampler)
+    fixed = _Fixed(params, draws, key)
+    carry = initial_carry(env, _LANES, params, params_axes, draws, False, False)
+    pending = jnp.zeros((num_envs,), jnp.bool_)
+    if moving is not None:  # the other lanes keep their episodes
+        carry = _where_lanes(mask, carry, moving.carry)
+        pending = moving.pending & ~mask
+    obs = _observe(env, carry, fixed, params_axes)
+    return _Moving(carry, pending, jnp.uint32(0)), fixed, obs
+
+
+def _step(env: Env, num_envs: int, same_step: bool, moving: _Moving, fixed: _Fixed, action):
+    """One step of the batch; returns (moving, host buffer: obs, reward, flags[, final obs])."""
+    params_axes = env.params_axes(fixed.params, num_envs, owner=f"jaxsim/{env.id}")
+    counter = moving.counter + jnp.uint32(1)
+    keys = None
+    if env.stochastic:
+        keys = jax.random.split(jax.random.fold_in(fixed.key, counter), num_envs)
+    carry, rec = batch_step(
+        env, _LANES, moving.carry, action, fixed.params, params_axes, counter, fixed.draws, keys
+    )
+    next_obs = stack_obs(env, rec["next_obs"])  # before the auto-reset
+    reward, terminated, truncated = rec["reward"], rec["terminated"], rec["truncated"]
+    if same_step:
+        obs = _observe(env, carry, fixed, params_axes)  # after it
+        host = _host_buffer(obs, reward, terminated, truncated, next_obs)
+        return _Moving(carry, moving.pending, counter), host
+    # NEXT_STEP: a lane whose last step ended shows the reset its carry already holds, with
+    # reward 0 and no flags, and does not advance; every other lane shows this step's true
+    # observation.
+    pending = moving.pending
+    shown = jnp.where(pending[:, None], _observe(env, moving.carry, fixed, params_axes), next_obs)
+    carry = _where_lanes(pending, moving.carry, carry)
+    reward = jnp.where(pending, jnp.float32(0), reward)
+    terminated = terminated & ~pending
+    truncated = truncated & ~pending
+    host = _host_buffer(shown, reward, terminated, truncated)
+    return _Moving(carry, terminated | truncated, counter), host
+
+
+@functools.cache
+def _programs(env: Env, num_envs: int, same_step: bool):
+    """(reset, step) jitted for one environment, batch size and mode, shared by instances.
+
+    Binding the static arguments here, rather than through `static_argnums`, spares each call
+    hashing the environment; `step` donates the state it replaces.
+    """
+    reset = jax.jit(functools.partial(_reset, env, num_envs))
+    step = jax.jit(functools.partial(_step, env, num_envs, same_step), donate_argnums=0)
+    return reset, step
+
+
+# ------------------------------------------------------------------------------------ the env
+def _checked_params(owner: str, env: Env, params, num_envs: int):
+    """`params` (default: `env.default_params`) with every leaf checked against its field.
+
+    A leaf has its field's declared shape (shared) or a leading [num_envs] axis (one value per
+    environment); a wrong shape or value is an error naming the field.
+    """
+    if params is None:
+        return env.default_params
+    if not isinstance(params, env.params_type):
+        raise TypeError(
+            f"{owner}: params must be {env.params_type.__name__} (env.default_params, or "
+            f"jaxsim.uniform_params(...).sample(...)), got {type(params).__name__}"
+        )
+    env.params_axes(params, num_envs, owner=owner)  # a wrong shape names its field
+    values = {}
+    for spec in params_lib.specs(env.params_type):
+        shape = spec.resolve_shape(env.config)
+        value = getattr(params, spec.name)
+        if np.shape(value) != shape:  # per environment: every value checked
+            shape = (num_envs, *shape)
+        values[spec.name] = spec.check(f"{owner}: params", jax.device_get(value), shape)
+    return params.replace(**values)
+
+
+class JaxsimVectorEnv(gymnasium.vector.VectorEnv):
+    """`num_envs` copies of a jaxsim environment as a `gymnasium.vector.VectorEnv`.
+
+    Each `step` is one jitted call of `jaxsim.transition.batch_step` on the whole batch (vmapped
+    lanes, as the scan rollout runs it). `autoreset_mode` is Gymnasium's:
+
+    - `AutoresetMode.NEXT_STEP` (the default): a step that ends an episode returns its terminal
+      observation; the next step returns the reset observation with reward 0 and both flags
+      False, ignoring that lane's action.
+    - `AutoresetMode.SAME_STEP`: the step that ends an episode returns the reset observation;
+      `info["final_obs"]` (an object array, None for lanes that did not end) holds the terminal
+      one, with masks `info["_final_obs"]`, `info["_final_info"]` as Gymnasium's vector envs.
+
+    Domain randomisation: `params` holds leaves of their field's declared shape (shared) or
+    with a leading [num_envs] axis (one value per environment), e.g. from
+    `jaxsim.uniform_params(env, masspole=(0.05, 0.5)).sample(key, num_envs, env.default_params)`;
+    `params_sampler` (e.g. that `jaxsim.uniform_params(...)`) draws its fields afresh for every
+    episode at its reset, as `jaxsim.rollout(..., params_sampler=)` does.
+
+    Every `reset` draws a new batch seed from `np_random` (seeded by `seed=`) and restarts the
+    step counter; environment i's resets are then a pure function of that seed, i and the step
+    count. `reset(options={"reset_mask": mask})` starts new episodes in the lanes where the bool
+    [num_envs] `mask` is True and leaves the others' episodes running; masked lane i gets the
+    same first observation as a full `reset` with the same seed would give it.
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        num_envs: int = 1,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        render_mode: str | None = None,
+        params=None,
+        params_sampler=None,
+        **kwargs,
+    ):
+        owner = f"jaxsim/{env_id}"
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer):
+            raise TypeError(f"{owner}: num_envs must be an int, got {num_envs!r}")
+        if not 1 <= num_envs <= _MAX_COUNT:
+            raise ValueError(f"{owner}: num_envs must be in [1, 2**31 - 1], got {num_envs}")
+        mode = AutoresetMode(autoreset_mode)
+        if mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
+            raise ValueError(f"{owner}: autoreset_mode must be NEXT_STEP or SAME_STEP, got {mode}")
+        if render_mode is not None:
+            raise ValueError(f"{owner}: rendering is not supported, got {render_mode!r}")
+        self.render_mode = None
+        self.autoreset_mode = mode
+        self.metadata = {"autoreset_mode": mode, "render_modes": []}
+        self.num_envs = int(num_envs)
+        self.jax_env = make(env_id, **kwargs)
+        # On the device once: a Python scalar argument is converted again on every call.
+        self.params = jax.device_put(_checked_params(owner, self.jax_env, params, self.num_envs))
+        params_lib.check_sampler(owner, self.jax_env, params_sampler, self.num_envs)
+        self.params_sampler = params_sampler
+        # Spaces come from the default params, as in jaxsim.rollout: params act on the physics.
+        default = self.jax_env.default_params
+        self._space = self.jax_env.action_space(default)
+        self._action_shape = (self.num_envs, *self._space.shape)
+        self.single_observation_space = gymnasium_space(self.jax_env.observation_space(default))
+        self.single_action_space = gymnasium_space(self._space)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self._obs_shape = self.single_observation_space.shape
+        self._obs_size = int(np.prod(self._obs_shape))
+        same_step = mode == AutoresetMode.SAME_STEP
+        self._reset_fn, self._step_fn = _programs(self.jax_env, self.num_envs, same_step)
+        self._moving = self._fixed = None
+
+    def _reset_mask(self, options: dict | None):
+        """The bool [num_envs] reset mask of `options`, or None; a ValueError for anything else."""
+        owner = f"jaxsim/{self.jax_env.id}"
+        options = dict(options or {})
+        mask = options.pop("reset_mask", None)
+        if options:
+            raise ValueError(
+                f"{owner}: unsupported reset options {sorted(options)}; the only option is "
+                "'reset_mask' (a bool array of shape (num_envs,))"
+            )
+        if mask is None:
+            return None
+        got = np.asarray(mask)
+        if got.dtype != np.bool_ or got.shape != (self.num_envs,):
+            raise ValueError(
+                f"{owner}: options['reset_mask'] must be a bool array of shape ({self.num_envs},)"
+                f", got {got.dtype.name}{list(got.shape)}"
+            )
+        if not got.any():
+            raise ValueError(f"{owner}: options['reset_mask'] selects no environment")
+        if self._moving is None:
+            raise gymnasium.error.ResetNeeded(
+                f"{owner}: reset without a reset_mask first; a mask resets some lanes of a batch"
+            )
+        return got
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is not None and not isinstance(seed, int | np.integer):
+            raise TypeError(
+                f"jaxsim/{self.jax_env.id}: seed must be an int or None (environment i draws "
+                f"its own counter-based resets from it), got {seed!r}"
+            )
+        mask = self._reset_mask(options)
+        super().reset(seed=seed)
+        seed, key = seed_words(self.np_random), seed_words(self.np_random)
+        moving = None if mask is None else self._moving
+        self._moving, self._fixed, obs = self._reset_fn(
+            seed, key, self.params, self.params_sampler, moving, mask
+        )
+        return np.array(obs), {}
+
+    def step(self, actions):
+        if self._moving is None:
+            raise gymnasium.error.ResetNeeded("jaxsim: call reset before step")
+        owner = f"jaxsim/{self.jax_env.id}"
+        actions = check_actions(owner, self._space, actions, self._action_shape)
+        self._moving, host = self._step_fn(self._moving, self._fixed, actions)
+        # A read-only view of the one output buffer; each segment is copied out, so callers
+        # (torch, SB3) may write to what they get.
+        host = np.asarray(host)
+        n, d = self.num_envs, self.num_envs * self._obs_size
+        obs = host[:d].reshape(n, *self._obs_shape).copy()
+        reward = host[d : d + n].copy()
+        terminated, truncated = host[d + n : d + 2 * n] != 0, host[d + 2 * n : d + 3 * n] != 0
+        if self.autoreset_mode == AutoresetMode.NEXT_STEP:
+            return obs, reward, terminated, truncated, {}
+        done = terminated | truncated
+        if not done.any():
+            return obs, reward, terminated, truncated, {}
+        # Gymnasium's own SAME_STEP layout (SyncVectorEnv): per-lane objects, None elsewhere.
+        final_obs = host[d + 3 * n :].reshape(n, *self._obs_shape)
+        final = np.full(n, None, dtype=object)
+        for i in np.flatnonzero(done):
+            final[i] = final_obs[i].copy()
+        info = {
+            "final_obs": final,
+            "_final_obs": done.copy(),
+            "final_info": {},
+            "_final_info": done.copy(),
+        }
+        return obs, reward, terminated, truncated, info
