@@ -11,7 +11,7 @@ from typing import Any
 from benchmarks.paths import MANIFEST
 from benchmarks.results_report.validation import record_problems
 
-BENCHMARKS = ("rollout_throughput", "fusion", "ppo", "breakdown")
+BENCHMARKS = ("rollout_throughput", "fusion", "ppo", "breakdown", "adapters")
 MODE_ORDER = ("full", "quick", "smoke")
 OFF_POLICY_REASON = "no off-policy agent (DQN, SAC) exists in agents/ yet"
 

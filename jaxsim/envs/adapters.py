@@ -112,5 +112,16 @@ def discrete(n) -> Discrete:
     return Discrete(int(n))
 
 
+def strong_types(tree):
+    """`tree` with weakly typed leaves made strong (same dtype).
+
+    A library's step can return weakly typed leaves (brax's `done` and `reward` come from
+    Python-float arithmetic) where its reset returned strong ones. Types that differ between a
+    fresh state and a stepped one give `rollout(state=...)` a second compile on the first
+    chained call; fixed types give it one.
+    """
+    return jax.tree.map(lambda x: jnp.asarray(x, jnp.result_type(x)), tree)
+
+
 def float_obs(obs) -> jax.Array:
     return jnp.asarray(obs, jnp.float32)

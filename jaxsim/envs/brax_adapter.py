@@ -52,11 +52,11 @@ class BraxEnv(AdapterEnv):
         return {f.name: getattr(self.config, f.name) for f in dataclasses.fields(self.config)}
 
     def init_state(self, key, params) -> AdapterState:
-        inner = self._brax_env.reset(key)
+        inner = adapters.strong_types(self._brax_env.reset(key))
         return AdapterState(inner, adapters.float_obs(inner.obs), jnp.int32(0))
 
     def dynamics(self, state: AdapterState, action, params):
-        inner = self._brax_env.step(state.inner, action)
+        inner = adapters.strong_types(self._brax_env.step(state.inner, action))
         next_state = AdapterState(inner, adapters.float_obs(inner.obs), state.time)
         return next_state, inner.reward, inner.done > 0.5
 
