@@ -235,6 +235,31 @@ class Timing:
         return d
 
 
+def _first_call(fn: Callable[[], Any]) -> tuple[Any, float, float, float | None]:
+    """(output, wall s, CPU s, compile s) of `fn`'s first call, blocked on."""
+    with CompileWatcher() as first:
+        c0, t0 = time.process_time(), time.perf_counter()
+        out = jax.block_until_ready(fn())
+        wall = time.perf_counter() - t0
+        cpu = time.process_time() - c0
+    return out, wall, cpu, first.seconds
+
+
+def _sample(fn: Callable[[], Any], min_time: float) -> tuple[Any, float, int, float]:
+    """Calls `fn` until `min_time` has passed (at least once): (last output, seconds per call,
+    calls, CPU / wall)."""
+    count = 0
+    c0, t0 = time.process_time(), time.perf_counter()
+    while True:
+        out = jax.block_until_ready(fn())
+        count += 1
+        elapsed = time.perf_counter() - t0
+        if elapsed >= min_time:
+            break
+    cpu = time.process_time() - c0
+    return out, elapsed / count, count, round(cpu / elapsed, 3) if elapsed > 0 else math.nan
+
+
 def time_fn(
     fn: Callable[[], Any],
     *,
@@ -261,44 +286,70 @@ def time_fn(
     Returns:
       A `Timing`; `Timing.last` holds the last call's output for checking.
     """
-    if repeats < 1:
-        raise ValueError(f"time_fn: repeats must be >= 1, got {repeats}")
-    with CompileWatcher() as first:
-        c0, t0 = time.process_time(), time.perf_counter()
-        out = jax.block_until_ready(fn())
-        first_call_s = time.perf_counter() - t0
-        first_call_cpu_s = time.process_time() - c0
-    if check is not None:
-        check(out)
-    samples, calls, cpu_ratio = [], [], []
-    with CompileWatcher() as later:
-        for _ in range(warmup):
-            out = jax.block_until_ready(fn())
-        for _ in range(repeats):
-            count = 0
-            c0, t0 = time.process_time(), time.perf_counter()
-            while True:
-                out = jax.block_until_ready(fn())
-                count += 1
-                elapsed = time.perf_counter() - t0
-                if elapsed >= min_time:
-                    break
-            cpu = time.process_time() - c0
-            samples.append(elapsed / count)
-            calls.append(count)
-            cpu_ratio.append(round(cpu / elapsed, 3) if elapsed > 0 else math.nan)
-    if check is not None:
-        check(out)
-    return Timing(
-        first_call_s=first_call_s,
-        first_call_cpu_s=first_call_cpu_s,
-        compile_s=first.seconds,
-        compiles_during_timing=later.compiles,
-        samples_s=samples,
-        calls_per_repeat=calls,
-        cpu_over_wall=cpu_ratio,
-        last=out,
+    timings = time_interleaved(
+        {"fn": fn}, repeats=repeats, min_time=min_time, warmup=warmup, check=check
     )
+    return timings["fn"]
+
+
+def time_interleaved(
+    fns: dict[str, Callable[[], Any]],
+    *,
+    repeats: int = 3,
+    min_time: float = 0.0,
+    warmup: int = 1,
+    check: Callable[[Any], None] | None = None,
+) -> dict[str, Timing]:
+    """`time_fn` of several functions whose samples take turns, so that load from other
+    processes, which drifts, falls on each alike: their ratio is the figure to compare.
+
+    Every function's first call (compile) and warmup come before any sample; round r then takes
+    one sample of each, starting from function r mod len(fns) so none always goes first.
+    `check` sees each function's first and last output.
+
+    Returns:
+      name -> `Timing`, the names in the order of `fns`.
+    """
+    if repeats < 1:
+        raise ValueError(f"time_interleaved: repeats must be >= 1, got {repeats}")
+    names = list(fns)
+    first = {}
+    for name in names:
+        out, wall, cpu, compile_s = _first_call(fns[name])
+        if check is not None:
+            check(out)
+        first[name] = (wall, cpu, compile_s)
+    samples: dict[str, list] = {name: [] for name in names}
+    last: dict[str, Any] = {}
+    compiles = dict.fromkeys(names, 0)  # after the first call: should stay 0
+    with CompileWatcher() as later:
+        for name in names:
+            before = later.compiles
+            for _ in range(warmup):
+                jax.block_until_ready(fns[name]())
+            compiles[name] += later.compiles - before
+        for r in range(repeats):
+            for name in names[r % len(names) :] + names[: r % len(names)]:
+                before = later.compiles
+                last[name], *sample = _sample(fns[name], min_time)
+                samples[name].append(sample)
+                compiles[name] += later.compiles - before
+    timings = {}
+    for name in names:
+        if check is not None:
+            check(last[name])
+        wall, cpu, compile_s = first[name]
+        timings[name] = Timing(
+            first_call_s=wall,
+            first_call_cpu_s=cpu,
+            compile_s=compile_s,
+            compiles_during_timing=compiles[name],
+            samples_s=[s[0] for s in samples[name]],
+            calls_per_repeat=[s[1] for s in samples[name]],
+            cpu_over_wall=[s[2] for s in samples[name]],
+            last=last[name],
+        )
+    return timings
 
 
 # ------------------------------------------------------------------------------------ result files

@@ -17,7 +17,8 @@ BASELINES = {
     "gymnasium_async": ("Gymnasium AsyncVectorEnv", "gymnasium", "throughput"),
     "gymnasium_numpy": ("Gymnasium numpy-vectorized CartPole", "gymnasium", "throughput"),
     "envpool": ("EnvPool", "envpool", "throughput"),
-    "gymnax": ("gymnax", "gymnax", "throughput"),
+    "gymnax": ("gymnax", "gymnax", "throughput, adapters"),
+    "brax": ("brax's own jit(scan(step)) loop, its auto-reset", "brax", "adapters"),
     "torch": ("eager-PyTorch vectorized CartPole", "torch", "throughput"),
     "sb3": ("Stable-Baselines3 PPO", "stable-baselines3", "ppo"),
 }
@@ -30,6 +31,7 @@ _CPU_TORCH = (
 INSTALL = {
     "gymnasium": 'pip install -e ".[bench]"',
     "gymnax": 'pip install -e ".[bench]"',
+    "brax": 'pip install -e ".[brax]"',
     "envpool": _CPU_TORCH,
     "torch": _CPU_TORCH,
     "stable-baselines3": _CPU_TORCH,
@@ -140,6 +142,19 @@ def _scaling_args(p: Plan) -> list[str]:
     return ["--quick"] if p.mode == "quick" else []
 
 
+def _adapters_args(p: Plan) -> list[str]:
+    # Each adapter is measured beside its own library, so a library left out is a family left
+    # out; Gymnasium's MuJoCo Ant-v5 comes with the Gymnasium baselines.
+    families = [f for f in ("brax", "gymnax") if f in p.baselines]
+    families += ["gymnasium"] if "gymnasium_sync" in p.baselines else []
+    selected = ["--families", ",".join(families) or "none"]
+    if p.mode == "smoke":
+        return [*selected, *("--brax-env inverted_pendulum --num-envs 2 --brax-steps-per-call 8 "
+                "--gymnax-steps-per-call 8 --min-steps 4 --repeats 1 --gymnasium-steps 8 "
+                "--gymnasium-vector-envs 2").split()]  # fmt: skip
+    return [*selected, *(["--quick"] if p.mode == "quick" else [])]
+
+
 SUITES: dict[str, Suite] = {
     s.name: s
     for s in (
@@ -184,6 +199,13 @@ SUITES: dict[str, Suite] = {
             "scaling",
             "rollout env-steps/s vs device count, the batch split over a mesh",
             _scaling_args,
+        ),
+        Suite(
+            "adapters",
+            "benchmarks.adapters",
+            "adapters",
+            "brax and gymnax through jaxsim.rollout beside their own loops, Gymnasium Ant-v5",
+            _adapters_args,
         ),
     )
 }

@@ -180,6 +180,21 @@ def test_playground_transition_equals_playground_step():
     assert ts.truncated  # jaxsim's limit of 20, not Playground's 1000
 
 
+def test_brax_state_types_are_the_same_fresh_and_stepped():
+    # brax's step returns weakly typed reward and done where its reset returns strong ones;
+    # were that kept, rollout(state=<a fresh batched state>) would compile twice (a new program
+    # for the stepped types on the first chained call: tens of seconds on ant).
+    _brax_envs()
+    env = jaxsim.make("brax/inverted_pendulum")
+    params = env.default_params
+    fresh = jax.eval_shape(env.init_state, jnp.zeros(2, jnp.uint32), params)
+    stepped, *_ = jax.eval_shape(env.dynamics, fresh, jnp.zeros(1), params)
+    assert jax.tree.structure(fresh) == jax.tree.structure(stepped)
+    for a, b in zip(jax.tree.leaves(fresh), jax.tree.leaves(stepped), strict=True):
+        assert (a.dtype, a.shape, a.weak_type) == (b.dtype, b.shape, b.weak_type)
+    assert not any(x.weak_type for x in jax.tree.leaves(stepped))
+
+
 # ------------------------------------------------------------------------ rollout semantics
 def _adapter_ids():
     ids = []

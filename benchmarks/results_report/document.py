@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.formatting import format_seconds, format_table
+from benchmarks.results_report.adapters_tables import adapters_section
 from benchmarks.results_report.breakdown_tables import breakdown_section, offpolicy_section
 from benchmarks.results_report.fusion_tables import fusion_section
 from benchmarks.results_report.headline import headline_table
@@ -36,6 +37,7 @@ SECTION_TITLES = {
     "ppo": "## Learning: time to solve",
     "breakdown": "## Profiler breakdown",
     "offpolicy": "## On-policy vs off-policy",
+    "adapters": "## Adapters: brax and gymnax through jaxsim",
 }
 PLOTTERS = {"rollout_throughput": plot_throughput, "fusion": plot_fusion, "ppo": plot_ppo}
 
@@ -187,6 +189,7 @@ def build(
         "ppo": lambda r, plot: ppo_section(r, base, plot),
         "breakdown": lambda r, plot: breakdown_section(r, base),
         "offpolicy": lambda r, plot: offpolicy_section(r, base),
+        "adapters": lambda r, plot: adapters_section(r, base),
     }
     sections: dict[str, list[str]] = {key: [] for key in SECTION_TITLES}
     stale_notes = []

@@ -81,6 +81,7 @@ _POINT = {
     ),
     "breakdown": (("case", _STR), ("status", _STR)),
     "offpolicy": (("algorithm", _STR), ("env", _STR), ("case", _STR), ("status", _STR)),
+    "adapters": (("env_id", _STR), ("impl", _STR), ("num_envs", _INT), ("status", _STR)),
 }
 _OK_POINT = {
     "rollout_throughput": (
@@ -92,8 +93,14 @@ _OK_POINT = {
     "fusion": (("steps_per_s.median", _positive), ("compile_s", _optional(_non_negative))),
     "breakdown": _PROFILED,
     "offpolicy": _PROFILED,
+    "adapters": (
+        ("steps_per_s.median", _positive),
+        ("steps_per_s.min", _positive),
+        ("steps_per_s.max", _positive),
+        ("compile_s", _optional(_non_negative)),
+    ),
 }
-_NOT_OK_POINT = {"rollout_throughput": (("reason", _STR),)}
+_NOT_OK_POINT = {"rollout_throughput": (("reason", _STR),), "adapters": (("reason", _STR),)}
 _TARGET = (("name", _STR), ("status", _STR), ("value", _optional(_positive)))
 _PPO_RUN = (("seeds", _INT), ("target", _NUMBER), ("sps_whole_loop", _positive))
 _SB3 = (("seeds_reached", _INT), ("mean_sps_whole_loop", _positive), ("runs", _LIST))

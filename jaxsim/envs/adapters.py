@@ -135,6 +135,17 @@ def discrete(n) -> Discrete:
     return Discrete(int(n))
 
 
+def strong_types(tree):
+    """`tree` with weakly typed leaves made strong (same dtype).
+
+    A library's step can return weakly typed leaves (brax's `done` and `reward` come from
+    Python-float arithmetic) where its reset returned strong ones. Types that differ between a
+    fresh state and a stepped one give `rollout(state=...)` a second compile on the first
+    chained call; fixed types give it one.
+    """
+    return jax.tree.map(lambda x: jnp.asarray(x, jnp.result_type(x)), tree)
+
+
 def float_obs(obs) -> jax.Array:
     return jnp.asarray(obs, jnp.float32)
 
@@ -177,11 +188,11 @@ class StateStepEnv(AdapterEnv):
         raise NotImplementedError
 
     def init_state(self, key, params) -> AdapterState:
-        inner = self._inner_env.reset(key)
+        inner = strong_types(self._inner_env.reset(key))
         return AdapterState(inner, float_obs(inner.obs), jnp.int32(0))
 
     def dynamics(self, state: AdapterState, action, params):
-        inner = self._inner_env.step(state.inner, action)
+        inner = strong_types(self._inner_env.step(state.inner, action))
         next_state = AdapterState(inner, float_obs(inner.obs), state.time)
         return next_state, inner.reward, inner.done > 0.5
 
