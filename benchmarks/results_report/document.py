@@ -29,6 +29,7 @@ from benchmarks.results_report.records import (
     select,
     would_have_been_chosen,
 )
+from benchmarks.results_report.scaling_tables import scaling_section
 from benchmarks.results_report.throughput_tables import throughput_section
 
 SECTION_TITLES = {
@@ -38,6 +39,7 @@ SECTION_TITLES = {
     "breakdown": "## Profiler breakdown",
     "offpolicy": "## On-policy vs off-policy",
     "adapters": "## Adapters: brax and gymnax through jaxsim",
+    "scaling": "## Many devices: the batch split over a mesh",
 }
 PLOTTERS = {"rollout_throughput": plot_throughput, "fusion": plot_fusion, "ppo": plot_ppo}
 
@@ -190,6 +192,7 @@ def build(
         "breakdown": lambda r, plot: breakdown_section(r, base),
         "offpolicy": lambda r, plot: offpolicy_section(r, base),
         "adapters": lambda r, plot: adapters_section(r, base),
+        "scaling": lambda r, plot: scaling_section(r, base),
     }
     sections: dict[str, list[str]] = {key: [] for key in SECTION_TITLES}
     stale_notes = []

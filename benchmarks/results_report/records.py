@@ -11,7 +11,15 @@ from typing import Any
 from benchmarks.paths import MANIFEST
 from benchmarks.results_report.validation import record_problems
 
-BENCHMARKS = ("rollout_throughput", "fusion", "ppo", "breakdown", "offpolicy", "adapters")
+BENCHMARKS = (
+    "rollout_throughput",
+    "fusion",
+    "ppo",
+    "breakdown",
+    "offpolicy",
+    "adapters",
+    "scaling",
+)
 MODE_ORDER = ("full", "quick", "smoke")
 OFF_POLICY_REASON = "no offpolicy record (python -m benchmarks.offpolicy writes one)"
 OFF_POLICY_TIME_TO_SOLVE = (

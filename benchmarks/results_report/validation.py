@@ -112,6 +112,14 @@ _OFFPOLICY_COMPARISON = (
     ("off_policy_simulation_share", _non_negative),
     ("ratio", _optional(_positive)),
 )
+_SCALING_ROW = (
+    ("env", _STR),
+    ("backend", _STR),
+    ("devices", _INT),
+    ("mesh.env_steps_per_s", _positive),
+    ("unsharded.env_steps_per_s", _positive),
+    ("speedup", _positive),
+)
 _PPO_COMPARISON = (
     ("speedup", _optional(_positive)),
     ("speedup_excluding_jaxsim_compile", _optional(_positive)),
@@ -153,6 +161,16 @@ def _ppo(data: dict[str, Any]) -> list[str]:
     return problems + _check(data.get("comparison"), "comparison", _PPO_COMPARISON, False)
 
 
+def _scaling(data: dict[str, Any]) -> list[str]:
+    problems = _check(data, "", (("num_envs", _INT), ("steps", _INT), ("results", _LIST)))
+    for i, res in enumerate(data.get("results") or []):
+        where = f"results[{i}]"
+        problems += _check(res, where, (("any_done_loop.step_us", _positive), ("rows", _LIST)))
+        for j, row in enumerate(res.get("rows") or [] if isinstance(res, dict) else []):
+            problems += _check(row, f"{where}.rows[{j}]", _SCALING_ROW)
+    return problems
+
+
 def _offpolicy(data: dict[str, Any]) -> list[str]:
     rows = data.get("comparison")
     if not isinstance(rows, list):
@@ -175,6 +193,8 @@ def record_problems(data: dict[str, Any]) -> list[str]:
         problems += _offpolicy(data)
     elif benchmark == "ppo":
         problems += _ppo(data)
+    elif benchmark == "scaling":
+        problems += _scaling(data)
     for i, target in enumerate(data.get("targets") or []):
         problems += _check(target, f"targets[{i}]", _TARGET)
     return problems
