@@ -47,12 +47,12 @@ from benchmarks._common import (
     write_json_atomic,
 )
 from benchmarks.arguments import int_list, name_list
-from benchmarks.formatting import format_rate, format_table
+from benchmarks.formatting import format_rate
 from benchmarks.paths import RUNS_DIR
+from benchmarks.results_report.sizes_tables import PUBLISHED, plot_sizes, sizes_table
 
 ENV_ID = "Swarm-v0"
 SIZES = (1, 4, 16, 64, 256, 1024)
-PUBLISHED = {"cartpole": 11.3, "largest": 1024.0}  # arXiv 2207.07736, fused vs unfused steps
 
 
 def block_envs(size: int, cap: int, max_elems: int) -> int:
@@ -122,67 +122,6 @@ def run_size(size, outputs, args, on_gpu, started) -> dict[str, Any]:
     return row
 
 
-def render(rows) -> str:
-    table = []
-    for r in rows:
-        m = r["model"]
-        best = max(r["model"]["predicted_ratio"].values())
-        ratio = r["measured_ratio"]
-        table.append([
-            r["num_particles"], m["state_bytes_per_env"], r["outputs"], r["block_envs"],
-            f"{m['scan_bytes_per_step']:.0f}", f"{min(m['fused_bytes_per_step'].values()):.1f}",
-            f"{best:.1f}x",
-            "–" if ratio is None else f"{ratio:.3g}x" + (" (interp)" * r["interpret"]),
-            "pass" if r["check"].get("pass") else "FAIL",
-        ])  # fmt: skip
-    headers = ["N", "state B", "outputs", "block", "scan B/step", "fused B/step", "model x",
-               "measured x", "check"]  # fmt: skip
-    return format_table(headers, table)
-
-
-def plot(result: dict[str, Any], path: Path) -> Path | None:
-    """Predicted and measured fused/scan against state bytes per environment; None without
-    matplotlib."""
-    try:
-        from benchmarks.results_report.plots import _pyplot, _save
-
-        plt = _pyplot()
-    except ImportError:
-        return None
-    fig, ax = plt.subplots(figsize=(7, 4.4))
-    for i, outputs in enumerate(sorted({r["outputs"] for r in result["rows"]})):
-        rows = sorted(
-            (r for r in result["rows"] if r["outputs"] == outputs), key=lambda r: r["num_particles"]
-        )
-        x = [r["model"]["state_bytes_per_env"] for r in rows]
-        predicted = [max(r["model"]["predicted_ratio"].values()) for r in rows]
-        ax.plot(x, predicted, "--", color=f"C{i}", label=f"traffic model, H200, outputs={outputs}")
-        got = [
-            (xi, r["measured_ratio"]) for xi, r in zip(x, rows, strict=True) if r["measured_ratio"]
-        ]
-        if got:
-            kind = "CPU interpret (not a speed)" if result["interpret_mode"] else "measured"
-            gx, gy = zip(*got, strict=True)
-            ax.plot(gx, gy, "o-", color=f"C{i}", label=f"{kind}, outputs={outputs}")
-    left = min(r["model"]["state_bytes_per_env"] for r in result["rows"])
-    for name, value in PUBLISHED.items():
-        ax.axhline(value, color="grey", lw=0.8, ls=":")
-        ax.text(left, value, f" published ({name}): {value:g}x", fontsize=7, va="bottom")
-    ax.axhline(1.0, color="black", lw=0.6)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("state bytes per environment (Swarm-v0, N particles: 20 N + 4)")
-    ax.set_ylabel("fused / scan env-steps/s (best K)")
-    prov = result["provenance"]
-    ax.set_title(
-        f"Fusion vs simulator size on {prov['device_kind']}, jax {prov['versions']['jax']}",
-        fontsize=9,
-    )
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
-    return _save(plt, fig, path)
-
-
 def parse_args(argv=None):
     on_gpu = jax.default_backend() == "gpu"
     p = argparse.ArgumentParser(
@@ -242,9 +181,12 @@ def main(argv=None) -> int:
     }
     write_json_atomic(args.out, finite_json(result))
     partial.unlink(missing_ok=True)
-    png = plot(result, args.out.with_suffix(".png"))
+    try:
+        png = plot_sizes(result, args.out.with_suffix(".png"))
+    except ImportError:  # matplotlib is optional
+        png = None
     print()
-    print(render(rows))
+    print(sizes_table(rows))
     print(f"\nwrote {args.out}" + (f" and {png}" if png else "") + f" ({result['wall_s']} s)")
     failed = [r["num_particles"] for r in rows if not r["check"].get("pass")]
     failed += [r["num_particles"] for r in rows for p in r["points"] if p["status"] == "failed"]

@@ -109,6 +109,15 @@ def _fusion_args(p: Plan) -> list[str]:
     return "--k 1,4,16,64".split()
 
 
+def _sizes_args(p: Plan) -> list[str]:
+    if p.mode == "smoke":
+        return "--sizes 1,16 --outputs rewards --num-envs 8 --steps 4 --k 2 --min-time 0".split()
+    if p.on_gpu:
+        return [] if p.mode == "full" else "--sizes 1024,64,1 --budget-s 120".split()
+    # On a CPU the kernel runs in Pallas interpret mode: a correctness cost, kept small.
+    return "--sizes 1,16,256 --outputs rewards".split() if p.mode == "quick" else []
+
+
 def _ppo_args(p: Plan) -> list[str]:
     sb3 = [] if "sb3" in p.baselines else ["--no-sb3"]
     if p.mode == "smoke":
@@ -171,6 +180,13 @@ SUITES: dict[str, Suite] = {
             "fusion",
             "scan vs fused rollouts, K sweep (Pallas interpret mode on a CPU)",
             _fusion_args,
+        ),
+        Suite(
+            "sizes",
+            "benchmarks.fusion_sizes",
+            "fusion_sizes",
+            "scan vs fused on Swarm-v0 as its state grows, beside a traffic model",
+            _sizes_args,
         ),
         Suite(
             "ppo",

@@ -49,7 +49,7 @@ def test_smoke_run_in_a_clone_writes_under_runs_and_changes_no_tracked_file(tmp_
         ["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True
     )
     assert status.stdout == "", status.stdout  # nothing tracked changed, nothing new unignored
-    assert "[5/7] breakdown: ok" in proc.stdout  # the progress display
+    assert "[6/8] breakdown: ok" in proc.stdout  # the progress display
     (out,) = (clone / "runs" / "bench").iterdir()
     assert f"report: {out / 'RESULTS.md'}" in proc.stdout
     assert "| jaxsim (scan)" in proc.stdout  # the summary table
@@ -58,13 +58,14 @@ def test_smoke_run_in_a_clone_writes_under_runs_and_changes_no_tracked_file(tmp_
     assert {k: v["status"] for k, v in by_suite.items()} == {
         "throughput": "ok",
         "fusion": "ok",
+        "sizes": "ok",
         "ppo": "ok",
         "offpolicy": "ok",
         "breakdown": "ok",
         "scaling": "ok",
         "adapters": "ok",
     }
-    for name in ("throughput", "fusion", "ppo", "offpolicy", "breakdown", "scaling", "adapters"):
+    for name in front.SUITES:
         record = json.loads((out / by_suite[name]["record"]).read_text())
         assert PROVENANCE_FIELDS <= set(record["provenance"]), name
         assert record["provenance"]["command"].startswith(f"python -m {front.SUITES[name].module}")
@@ -82,6 +83,7 @@ def test_smoke_run_in_a_clone_writes_under_runs_and_changes_no_tracked_file(tmp_
         "## Published figures",
         "## Rollout throughput",
         "## Scan vs fused",
+        "## Fusion vs simulator size",
         "## Learning: time to solve",
         "## Profiler breakdown",
         "## Many devices: the batch split over a mesh",

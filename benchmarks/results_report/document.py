@@ -30,18 +30,25 @@ from benchmarks.results_report.records import (
     would_have_been_chosen,
 )
 from benchmarks.results_report.scaling_tables import scaling_section
+from benchmarks.results_report.sizes_tables import plot_sizes, sizes_section
 from benchmarks.results_report.throughput_tables import throughput_section
 
 SECTION_TITLES = {
     "rollout_throughput": "## Rollout throughput vs num_envs",
     "fusion": "## Scan vs fused (K sweep)",
+    "fusion_sizes": "## Fusion vs simulator size",
     "ppo": "## Learning: time to solve",
     "breakdown": "## Profiler breakdown",
     "offpolicy": "## On-policy vs off-policy",
     "adapters": "## Adapters: brax and gymnax through jaxsim",
     "scaling": "## Many devices: the batch split over a mesh",
 }
-PLOTTERS = {"rollout_throughput": plot_throughput, "fusion": plot_fusion, "ppo": plot_ppo}
+PLOTTERS = {
+    "rollout_throughput": plot_throughput,
+    "fusion": plot_fusion,
+    "fusion_sizes": lambda r, path: plot_sizes(r.data, path),
+    "ppo": plot_ppo,
+}
 
 
 @dataclasses.dataclass
@@ -188,6 +195,7 @@ def build(
     renderers = {
         "rollout_throughput": lambda r, plot: throughput_section(r, base, plot),
         "fusion": lambda r, plot: fusion_section(r, base, plot),
+        "fusion_sizes": lambda r, plot: sizes_section(r, base, plot),
         "ppo": lambda r, plot: ppo_section(r, base, plot),
         "breakdown": lambda r, plot: breakdown_section(r, base),
         "offpolicy": lambda r, plot: offpolicy_section(r, base),

@@ -14,6 +14,7 @@ from benchmarks.results_report.validation import record_problems
 BENCHMARKS = (
     "rollout_throughput",
     "fusion",
+    "fusion_sizes",
     "ppo",
     "breakdown",
     "offpolicy",

@@ -112,6 +112,17 @@ _OFFPOLICY_COMPARISON = (
     ("off_policy_simulation_share", _non_negative),
     ("ratio", _optional(_positive)),
 )
+_SIZES_ROW = (
+    ("num_particles", _INT),
+    ("outputs", _STR),
+    ("model.state_bytes_per_env", _positive),
+    ("model.scan_bytes_per_step", _positive),
+    ("model.fused_bytes_per_step", _DICT),
+    ("model.predicted_ratio", _DICT),
+    ("measured_ratio", _optional(_positive)),
+    ("check", _DICT),
+    ("points", _LIST),
+)
 _SCALING_ROW = (
     ("env", _STR),
     ("backend", _STR),
@@ -195,6 +206,10 @@ def record_problems(data: dict[str, Any]) -> list[str]:
         problems += _ppo(data)
     elif benchmark == "scaling":
         problems += _scaling(data)
+    elif benchmark == "fusion_sizes":
+        problems += _check(data, "", (("rows", _LIST), ("interpret_mode", _of_type(bool))))
+        for i, row in enumerate(data.get("rows") or []):
+            problems += _check(row, f"rows[{i}]", _SIZES_ROW)
     for i, target in enumerate(data.get("targets") or []):
         problems += _check(target, f"targets[{i}]", _TARGET)
     return problems
