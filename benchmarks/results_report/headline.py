@@ -132,21 +132,33 @@ def headline(selected: Sequence[Record], off_policy: str) -> list[list[str]]:
 
 def off_policy_finding(r: Record) -> str:
     """An offpolicy record's ratios: "PPO ÷ DQN = **48.1x** (CartPole-v1: 12.5% vs 0.259% of an
-    update simulating); ...", with what it did not measure."""
+    update simulating); ...", then those of its Gymnasium loops, or what it did not measure."""
+    found = pair_ratios(r.data["comparison"], "of an update simulating")
+    if not found:
+        return "not measured (the offpolicy record has no complete pair)"
+    text = "simulation share, one-jit jaxsim loops at the agents' presets: " + found
+    loops = r.data.get("gymnasium_loops")
+    if isinstance(loops, str):  # older records: a sentence
+        text += f". Gymnasium-loop agents: {loops}"
+    elif isinstance(loops, dict) and loops.get("measured"):
+        found = pair_ratios(loops["comparison"], "of learn() in the VecEnv")
+        text += f". SB3 agents stepping Gymnasium (rl-zoo settings): {found or 'no pair'}"
+    elif isinstance(loops, dict):
+        text += f". Gymnasium-loop agents: not measured ({loops.get('reason')})"
+    return text
+
+
+def pair_ratios(comparison: Sequence[dict], what: str) -> str:
+    """ "PPO ÷ DQN = **48.1x** (CartPole-v1: 12.5% vs 0.259% <what>); ..." for comparison rows."""
     found = []
-    for c in r.data["comparison"]:
+    for c in comparison:
         on, off = c["on_policy"].upper(), c["off_policy"].upper()
         ratio = f"**{format_ratio(c['ratio'])}**" if c["ratio"] else "– (off-policy share 0)"
         found.append(
             f"{on} ÷ {off} = {ratio} ({c['env']}: {percent(c['on_policy_simulation_share'])} vs "
-            f"{percent(c['off_policy_simulation_share'])} of an update simulating)"
+            f"{percent(c['off_policy_simulation_share'])} {what})"
         )
-    if not found:
-        return "not measured (the offpolicy record has no complete pair)"
-    text = "simulation share, one-jit jaxsim loops at the agents' presets: " + "; ".join(found)
-    if r.data.get("gymnasium_loops"):
-        text += f". Gymnasium-loop agents: {r.data['gymnasium_loops']}"
-    return text
+    return "; ".join(found)
 
 
 def headline_table(selected: Sequence[Record], off_policy: str) -> str:

@@ -18,14 +18,16 @@ BENCHMARKS = (
     "ppo",
     "breakdown",
     "offpolicy",
+    "offpolicy_solve",
     "adapters",
     "scaling",
 )
 MODE_ORDER = ("full", "quick", "smoke")
 OFF_POLICY_REASON = "no offpolicy record (python -m benchmarks.offpolicy writes one)"
 OFF_POLICY_TIME_TO_SOLVE = (
-    "Off-policy (DQN, SAC) time-to-solve beside Stable-Baselines3: not measured (no benchmark "
-    "times it yet; the learning results of `agents.train dqn|sac` are in agents/README.md)."
+    "Off-policy (DQN, SAC) time-to-solve beside Stable-Baselines3: not measured (no "
+    "offpolicy_solve record: `python -m benchmarks.offpolicy_solve` writes one; the learning "
+    "results of `agents.train dqn|sac` are in agents/README.md)."
 )
 
 
