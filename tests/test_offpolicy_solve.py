@@ -164,6 +164,8 @@ def test_report_shows_the_off_policy_time_to_solve(tmp_path, capsys):
     )
     assert "SAC Pendulum-v1 to -200: SB3 ÷ jaxsim per seed = **2x**" in section
     assert "(target >= 3x: not met)" in section
+    row = next(x for x in md.splitlines() if x.startswith("| Off-policy training (SAC, TD3)"))
+    assert "jaxsim one-jit, training time to solve per seed: DQN CartPole-v1 **8x**; SAC " in row
     # SB3 short of the return: its time is a lower bound, and the report says so.
     (results / "offpolicy_solve_cpu2_h.json").write_text(json.dumps(_solve_record(False)))
     md, _ = _report(results, tmp_path, capsys)
@@ -223,3 +225,11 @@ def test_report_shows_the_gymnasium_loop_ratios(tmp_path, capsys):
     (results / "offpolicy_cpu2_h.json").write_text(json.dumps(record))
     md, err = _report(results, tmp_path, capsys)
     assert "lacks field 'gymnasium_loops.comparison'" in err
+
+
+def test_a_broken_solve_record_is_named_as_one_not_as_an_offpolicy_record(tmp_path, capsys):
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "offpolicy_solve_cpu2_h.json").write_text('{"cases": ')  # torn
+    md, err = _report(results, tmp_path, capsys)
+    assert "`offpolicy_solve_cpu2_h.json` is invalid" in md.split("## Off-policy time to solve")[1]

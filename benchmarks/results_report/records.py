@@ -100,7 +100,8 @@ def _mode_from_data(data: dict[str, Any]) -> str:
 
 
 def _benchmark_from_name(path: Path) -> str | None:
-    return next((b for b in BENCHMARKS if path.name.startswith(f"{b}_")), None)
+    # The longest name that fits: "offpolicy_solve_x.json" is not an offpolicy record.
+    return max((b for b in BENCHMARKS if path.name.startswith(f"{b}_")), key=len, default=None)
 
 
 def _invalid(path: Path, reason: str, data: Any = None) -> InvalidRecord:
