@@ -102,6 +102,8 @@ def main(argv=None) -> int:
         args.iterations, args.repeats, args.min_time = 3, 3, 0.2
         args.gym_rounds, args.gym_steps = 1, "ppo=4096,dqn=1024,sac=500"
     gym_steps = _gym_steps(args.gym_steps)
+    if args.gym_rounds < 1:
+        raise SystemExit(f"--gym-rounds must be >= 1, got {args.gym_rounds}")
     envs = split_list(args.envs)
     problem = unknown_names(envs, list(PAIRS), "environment(s)")
     if problem:
@@ -122,7 +124,11 @@ def main(argv=None) -> int:
     comparison = compare(results)
     if args.gym_loops:
         pairs = {env_id: PAIRS[env_id] for env_id in envs}
-        loops = gymnasium_loops(pairs, gym_steps, args.gym_rounds, args.sb3_torch_threads)
+        try:
+            loops = gymnasium_loops(pairs, gym_steps, args.gym_rounds, args.sb3_torch_threads)
+        except Exception as e:  # the profiles above are kept whatever SB3 does
+            traceback.print_exc()
+            loops = {"measured": False, "reason": f"failed: {type(e).__name__}: {e}"}
     else:
         loops = {"measured": False, "reason": "--no-gym-loops"}
     tag = machine_tag() + ("_quick" if args.quick else "")
