@@ -1,8 +1,8 @@
 """Off-policy time to solve: jaxsim's DQN and SAC beside Stable-Baselines3's, in the same run.
 
 Usage:
-  python -m benchmarks.offpolicy_solve            # 3 seeds each side (~15 min on 2 loaded cores)
-  python -m benchmarks.offpolicy_solve --quick    # 1 seed each side, 5-episode evaluations (~5 min)
+  python -m benchmarks.offpolicy_solve            # 3 seeds each side (~20 min, see below)
+  python -m benchmarks.offpolicy_solve --quick    # 1 seed each side, 5-episode evaluations
   python -m benchmarks.offpolicy_solve --algorithms dqn --no-sb3
 
 Returns to reach: CartPole-v1 475 (DQN), Pendulum-v1 -200 (SAC). Both sides are measured the
@@ -15,8 +15,9 @@ the seeds, compile included and reported apart. SB3: rl-baselines3-zoo's setting
 (`benchmarks.offpolicy_sb3.RL_ZOO`) on Gymnasium's environments, one seed after another in
 this process, torch on `--sb3-torch-threads` threads. A side that does not reach the return
 within its budget is said to, with its best evaluation; its whole budget's time is then a lower
-bound on its time to solve. Full mode's cost on a 2-core VM: SB3 SAC ~1-2 min per seed (one
-gradient step per env step), SB3 DQN ~1 min per seed, jaxsim ~3 min for both.
+bound on its time to solve. Full mode's cost, measured on a 2-core VM at load average 8-11:
+20 min, of it jaxsim DQN 2.5 min and SAC 4 min (3 seeds each, compile included), SB3 DQN and
+SAC ~2 min per seed each (evaluations included); --quick takes about half.
 Writes runs/bench/offpolicy_solve_<machine>[_quick].json with provenance.
 """
 
