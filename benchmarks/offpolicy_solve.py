@@ -156,7 +156,7 @@ def sb3_side(algorithm: str, seeds: int, eval_every: int, episodes: int) -> dict
 def compare(jx: dict[str, Any], sb3: dict[str, Any]) -> dict[str, Any]:
     """SB3's training time per seed over jaxsim's, with and without jaxsim's compile."""
     if "skipped" in sb3:
-        return {"skipped": sb3["skipped"]}
+        return {"skipped": sb3["skipped"], "speedup": None}
     if not jx["reached"]:
         return {"speedup": None, "reason": "jaxsim did not reach the return within its budget"}
     ours, theirs = jx["train_wall_s_per_seed"], sb3["train_wall_s_per_seed"]

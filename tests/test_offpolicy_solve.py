@@ -79,7 +79,10 @@ def test_comparison_is_sb3_per_seed_over_jaxsim_per_seed():
     assert cmp["speedup"] == 4.0 and cmp["speedup_excluding_jaxsim_compile"] == 5.0
     assert cmp["speedup_cpu_time"] == 2.0 and cmp["target_met"]
     assert offpolicy_solve.compare({**jx, "reached": False}, sb3)["speedup"] is None
-    assert offpolicy_solve.compare(jx, {"skipped": "no SB3"}) == {"skipped": "no SB3"}
+    assert offpolicy_solve.compare(jx, {"skipped": "no SB3"}) == {
+        "skipped": "no SB3",
+        "speedup": None,
+    }
 
 
 def test_bad_flags_fail_before_any_training():
@@ -171,6 +174,19 @@ def test_report_shows_the_off_policy_time_to_solve(tmp_path, capsys):
     md, _ = _report(results, tmp_path, capsys)
     assert "= at least **8x**" in md and "≥ 40.0 |" in md
     assert "did not reach the return in 1 of its seeds within rl-zoo's budget (best" in md
+    # Without SB3 the record is still one the report shows, saying what it lacks.
+    record = _solve_record()
+    for case in record["cases"].values():
+        case["sb3"] = {"skipped": "--no-sb3"}
+        case["comparison"] = offpolicy_solve.compare(
+            case["jaxsim"] | {"reached": True}, case["sb3"]
+        )
+    (results / "offpolicy_solve_cpu2_h.json").write_text(json.dumps(record))
+    md, err = _report(results, tmp_path, capsys)
+    assert "| SB3 DQN CartPole-v1 (to 475)     | not measured (--no-sb3) |" in md and not err
+    assert "DQN CartPole-v1 not measured (--no-sb3); SAC Pendulum-v1 not measured" in md
+    (results / "offpolicy_solve_cpu2_h.json").write_text(json.dumps(_solve_record(False)))
+    md, _ = _report(results, tmp_path, capsys)
     # A lower bound under the target decides nothing.
     assert "at least **2x** with jaxsim's compile, 2.04x without it (target >= 3x: undecided" in md
 
