@@ -67,3 +67,8 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], left: in
 
     rule = "|" + "|".join("-" * (w + 1) + ("-" if i < left else ":") for i, w in enumerate(widths))
     return "\n".join([line(cells[0]), rule + "|", *(line(r) for r in cells[1:])])
+
+
+def format_verdict(met: bool | None, undecided: str = "undecided") -> str:
+    """A target's outcome: True -> "met", False -> "not met", None -> `undecided`."""
+    return {True: "met", False: "not met"}.get(met, undecided)

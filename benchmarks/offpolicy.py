@@ -1,18 +1,23 @@
-"""On-policy vs off-policy: the share of a training update spent simulating, PPO beside DQN/SAC.
+"""On-policy vs off-policy: the share of training time spent simulating, PPO beside DQN/SAC.
 
 Usage:
-  python -m benchmarks.offpolicy            # 10 traced + 10 timed updates per case
-  python -m benchmarks.offpolicy --quick    # 3 + 3; about a minute on 2 cores
+  python -m benchmarks.offpolicy            # 10 traced + 10 timed updates per case; SB3 3 rounds
+  python -m benchmarks.offpolicy --quick    # 3 + 3, SB3 1 shorter round; a few minutes on 2 cores
+  python -m benchmarks.offpolicy --no-gym-loops   # the one-jit jaxsim loops only
 
 RL-Scope (arXiv 2102.04285) found on-policy algorithms at least 3.5x more simulation-bound than
-off-policy ones. Each case is one update of `agents.train`'s algorithm at its preset (fixed,
-stated hyperparameters: the share depends on gradient steps per environment step), as a one-jit
-jaxsim loop, profiled by `benchmarks.breakdown.measure` (`jaxsim.profile`: device time per named
-phase, compile apart, trace overhead taken out) into its categories. Pairs share an
-environment: PPO vs DQN on CartPole-v1, PPO vs SAC on Pendulum-v1. The ratio is PPO's
-simulation share over the off-policy agent's. DQN and SAC are profiled past `learning_starts`.
-Loops stepping Gymnasium's CPU environments (RL-Scope's setting) are measured for PPO only
-(`python -m benchmarks.breakdown --cases gym_sync`): no Gymnasium-loop DQN or SAC exists here.
+off-policy ones. Pairs share an environment: PPO vs DQN on CartPole-v1, PPO vs SAC on
+Pendulum-v1; a pair's ratio is PPO's simulation share over the off-policy agent's. Each is
+measured two ways, at fixed, stated hyperparameters (the share depends on gradient steps per
+environment step):
+- one-jit jaxsim loops: one update of `agents.train`'s algorithm at its preset, profiled by
+  `benchmarks.breakdown.measure` (`jaxsim.profile`: device time per named phase, compile apart,
+  trace overhead taken out) into its categories; DQN and SAC past `learning_starts`;
+- loops stepping Gymnasium's CPU environments, as RL-Scope measured (it profiled
+  stable-baselines): Stable-Baselines3's PPO, DQN and SAC at rl-baselines3-zoo's settings,
+  simulation being the time in SB3's VecEnv (Gymnasium's env.step and SB3's bookkeeping; the
+  env's own step recorded beside it) over `learn()`'s (`benchmarks.offpolicy_sb3`). Recorded as
+  not measured, with the reason, where SB3 is not installed.
 Writes runs/bench/offpolicy_<machine>[_quick].json with provenance and a PNG beside it
 (`python -m benchmarks report --publish` copies a run's records into benchmarks/results/).
 """
@@ -29,11 +34,15 @@ from benchmarks.arguments import split_list, unknown_names
 from benchmarks.breakdown import CATEGORIES, COLORS, measure
 from benchmarks.breakdown_cases import Skipped, agent_case
 from benchmarks.formatting import format_table
+from benchmarks.offpolicy_sb3 import gymnasium_loops
 from benchmarks.paths import RUNS_DIR
 
 # environment -> (on-policy, off-policy) algorithms compared on it
 PAIRS = {"CartPole-v1": ("ppo", "dqn"), "Pendulum-v1": ("ppo", "sac")}
 PUBLISHED = ">= 3.5x (RL-Scope, arXiv 2102.04285)"
+# Env steps per timed SB3 learn(): 32 PPO iterations on CartPole (2 on Pendulum), 16 DQN rounds
+# of 128 gradient steps, 2000 SAC gradient steps.
+GYM_STEPS = {"ppo": 8192, "dqn": 4096, "sac": 2000}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,6 +57,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="3 traced and 3 timed updates")
     p.add_argument("--out", type=Path, default=None, help="JSON path (PNG written beside it)")
     p.add_argument("--trace-dir", type=Path, default=None, help="keep each case's trace here")
+    p.add_argument(
+        "--gym-loops",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also measure SB3's agents stepping Gymnasium's environments",
+    )
+    p.add_argument("--gym-rounds", type=int, default=3, help="timed SB3 learn() calls per case")
+    p.add_argument(
+        "--gym-steps",
+        default=",".join(f"{k}={v}" for k, v in GYM_STEPS.items()),
+        help="env steps per timed SB3 learn() call, per algorithm",
+    )
+    p.add_argument("--sb3-torch-threads", type=int, default=1, help="0: torch's default")
     return p
 
 
@@ -78,6 +100,10 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if args.quick:
         args.iterations, args.repeats, args.min_time = 3, 3, 0.2
+        args.gym_rounds, args.gym_steps = 1, "ppo=4096,dqn=1024,sac=500"
+    gym_steps = _gym_steps(args.gym_steps)
+    if args.gym_rounds < 1:
+        raise SystemExit(f"--gym-rounds must be >= 1, got {args.gym_rounds}")
     envs = split_list(args.envs)
     problem = unknown_names(envs, list(PAIRS), "environment(s)")
     if problem:
@@ -96,6 +122,15 @@ def main(argv=None) -> int:
                 record = {"case": label, "status": "failed", "error": f"{type(e).__name__}: {e}"}
             results.append({"algorithm": algorithm, "env": env_id, **record})
     comparison = compare(results)
+    if args.gym_loops:
+        pairs = {env_id: PAIRS[env_id] for env_id in envs}
+        try:
+            loops = gymnasium_loops(pairs, gym_steps, args.gym_rounds, args.sb3_torch_threads)
+        except Exception as e:  # the profiles above are kept whatever SB3 does
+            traceback.print_exc()
+            loops = {"measured": False, "reason": f"failed: {type(e).__name__}: {e}"}
+    else:
+        loops = {"measured": False, "reason": "--no-gym-loops"}
     tag = machine_tag() + ("_quick" if args.quick else "")
     out = args.out or RUNS_DIR / f"offpolicy_{tag}.json"
     record = {
@@ -105,11 +140,11 @@ def main(argv=None) -> int:
         "categories": {k: list(v) for k, v in CATEGORIES.items()},
         "results": results,
         "comparison": comparison,
-        "gymnasium_loops": "PPO only (benchmarks.breakdown gym_sync); no Gymnasium-loop DQN/SAC",
+        "gymnasium_loops": loops,
     }
     write_json_atomic(out, finite_json(record))
     png = _plot(results, out.with_suffix(".png"))
-    print(_table(results, comparison))
+    print(_table(results, comparison, loops))
     print(f"wrote {out}" + (f" and {png}" if png else ""))
     return 0 if all(r["status"] != "failed" for r in results) else 1
 
@@ -129,7 +164,22 @@ def _plot(results, png: Path) -> Path | None:
     return png
 
 
-def _table(results, comparison) -> str:
+def _gym_steps(text: str) -> dict[str, int]:
+    """ "ppo=8192,dqn=4096" -> {"ppo": 8192, "dqn": 4096} over GYM_STEPS; a SystemExit naming
+    the flag if malformed."""
+    steps = dict(GYM_STEPS)
+    for item in split_list(text):
+        name, _, value = item.partition("=")
+        if name not in GYM_STEPS or not value.isdigit() or int(value) < 1:
+            raise SystemExit(
+                f"--gym-steps: expected ALGORITHM=STEPS with ALGORITHM in {list(GYM_STEPS)} and "
+                f"STEPS a positive integer, got {item!r}"
+            )
+        steps[name] = int(value)
+    return steps
+
+
+def _table(results, comparison, loops) -> str:
     rows = []
     for r in results:
         if r["status"] != "ok":
@@ -152,6 +202,15 @@ def _table(results, comparison) -> str:
             f"{c['env']}: {c['on_policy']} is {ratio} more simulation-bound than "
             f"{c['off_policy']} ({100 * c['on_policy_simulation_share']:.1f}% vs "
             f"{100 * c['off_policy_simulation_share']:.1f}%); published {PUBLISHED}"
+        )
+    if not loops["measured"]:
+        lines.append(f"Gymnasium loops: not measured ({loops['reason']})")
+    for c in loops.get("comparison", []):
+        ratio = "n/a" if c["ratio"] is None else f"{c['ratio']:.1f}x"
+        lines.append(
+            f"{c['env']}, SB3 on Gymnasium: {c['on_policy']} is {ratio} more simulation-bound "
+            f"than {c['off_policy']} ({100 * c['on_policy_simulation_share']:.2f}% vs "
+            f"{100 * c['off_policy_simulation_share']:.2f}% of learn() in the VecEnv)"
         )
     return "\n".join(lines)
 

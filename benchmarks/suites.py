@@ -141,7 +141,7 @@ def _breakdown_args(p: Plan) -> list[str]:
 
 def _offpolicy_args(p: Plan) -> list[str]:
     if p.mode == "smoke":
-        return "--envs CartPole-v1 --iterations 1 --repeats 1 --min-time 0".split()
+        return "--envs CartPole-v1 --iterations 1 --repeats 1 --min-time 0 --no-gym-loops".split()
     return ["--quick"] if p.mode == "quick" else []
 
 

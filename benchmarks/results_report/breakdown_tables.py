@@ -96,12 +96,56 @@ def offpolicy_section(r: Record, base: Path) -> str:
     ]
     headers = ["env", "on-policy: simulation", "off-policy: simulation", "ratio", "published"]
     parts.append(format_table(headers, rows))
-    if d.get("gymnasium_loops"):
-        parts.append(f"Loops stepping Gymnasium's CPU environments: {d['gymnasium_loops']}.")
+    loops = d.get("gymnasium_loops")
+    if isinstance(loops, dict):
+        parts.extend(gymnasium_loops_parts(loops))
+    elif loops:  # older records: a sentence
+        parts.append(f"Loops stepping Gymnasium's CPU environments: {loops}.")
     png = r.path.with_suffix(".png")
     if png.exists():
         parts.append(image(png, base, f"on-policy vs off-policy on {r.device}"))
     return "\n\n".join(parts)
+
+
+def gymnasium_loops_parts(loops: dict[str, Any]) -> list[str]:
+    """An offpolicy record's `gymnasium_loops` (SB3's agents stepping Gymnasium's environments,
+    `benchmarks.offpolicy_sb3.gymnasium_loops`) -> [what it measured, its cases, its ratios]."""
+    if not loops.get("measured"):
+        return [f"Loops stepping Gymnasium's CPU environments: not measured ({loops['reason']})."]
+    parts = [
+        f"Loops stepping Gymnasium's CPU environments, as RL-Scope measured: "
+        f"{loops.get('library', 'Stable-Baselines3')}, each agent at rl-baselines3-zoo's "
+        f"settings. Simulation: {loops.get('simulation', 'time in the VecEnv')}."
+    ]
+    rows = [
+        [
+            c["case"],
+            c.get("kind", ""),
+            f"{c.get('gradient_steps_per_env_step', 0):.3g}",
+            f"{c['wall_s']:.2f}",
+            format_rate(c["steps_per_s"]),
+            percent(c["category_shares"]["simulation"]),
+            percent(c.get("env_step_share", 0.0)),
+        ]
+        for c in loops.get("results", [])
+    ]
+    headers = ["case", "kind", "grad steps / env step", "learn() s", "env-steps/s",
+               "simulation (VecEnv)", "env.step alone"]  # fmt: skip
+    parts.append(format_table(headers, rows))
+    ratios = [
+        [
+            c["env"],
+            f"{c['on_policy'].upper()} {percent(c['on_policy_simulation_share'])}",
+            f"{c['off_policy'].upper()} {percent(c['off_policy_simulation_share'])}",
+            f"**{format_ratio(c['ratio'])}**" if c["ratio"] else "– (off-policy share 0)",
+            format_ratio(c.get("env_step_ratio")),
+        ]
+        for c in loops["comparison"]
+    ]
+    headers = ["env", "on-policy: simulation", "off-policy: simulation", "ratio",
+               "ratio, env.step alone"]  # fmt: skip
+    parts.append(format_table(headers, ratios))
+    return parts
 
 
 def percent(share: float) -> str:

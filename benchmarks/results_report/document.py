@@ -31,6 +31,7 @@ from benchmarks.results_report.records import (
 )
 from benchmarks.results_report.scaling_tables import scaling_section
 from benchmarks.results_report.sizes_tables import plot_sizes, sizes_section
+from benchmarks.results_report.solve_tables import solve_section
 from benchmarks.results_report.throughput_tables import throughput_section
 
 SECTION_TITLES = {
@@ -40,6 +41,7 @@ SECTION_TITLES = {
     "ppo": "## Learning: time to solve",
     "breakdown": "## Profiler breakdown",
     "offpolicy": "## On-policy vs off-policy",
+    "offpolicy_solve": "## Off-policy time to solve: DQN and SAC beside Stable-Baselines3",
     "adapters": "## Adapters: brax and gymnax through jaxsim",
     "scaling": "## Many devices: the batch split over a mesh",
 }
@@ -199,6 +201,7 @@ def build(
         "ppo": lambda r, plot: ppo_section(r, base, plot),
         "breakdown": lambda r, plot: breakdown_section(r, base),
         "offpolicy": lambda r, plot: offpolicy_section(r, base),
+        "offpolicy_solve": lambda r, plot: solve_section(r, base),
         "adapters": lambda r, plot: adapters_section(r, base),
         "scaling": lambda r, plot: scaling_section(r, base),
     }
@@ -244,7 +247,7 @@ def build(
                 if unusable
                 else "No record."
             )
-        if key == "ppo" and not sections[key]:
+        if key == "offpolicy_solve" and not sections[key]:
             doc.append(OFF_POLICY_TIME_TO_SOLVE)
     for extra in (gpu_checks, run_log_section(entries)):
         if extra:

@@ -12,7 +12,7 @@ from benchmarks.formatting import (
     format_table,
 )
 from benchmarks.results_report.markdown import image, link, provenance_block
-from benchmarks.results_report.records import OFF_POLICY_TIME_TO_SOLVE, Record
+from benchmarks.results_report.records import Record
 
 
 def ppo_section(r: Record, base: Path, plot: Path | None) -> str:
@@ -98,7 +98,6 @@ def ppo_section(r: Record, base: Path, plot: Path | None) -> str:
         parts.append("Learning curves: " + ", ".join(link(p, base, p.name) for p in pictures))
         if plot is not None:
             parts.append(image(plot, base, "learning curves"))
-    parts.append(OFF_POLICY_TIME_TO_SOLVE)
     return "\n\n".join(parts)
 
 

@@ -18,14 +18,16 @@ BENCHMARKS = (
     "ppo",
     "breakdown",
     "offpolicy",
+    "offpolicy_solve",
     "adapters",
     "scaling",
 )
 MODE_ORDER = ("full", "quick", "smoke")
 OFF_POLICY_REASON = "no offpolicy record (python -m benchmarks.offpolicy writes one)"
 OFF_POLICY_TIME_TO_SOLVE = (
-    "Off-policy (DQN, SAC) time-to-solve beside Stable-Baselines3: not measured (no benchmark "
-    "times it yet; the learning results of `agents.train dqn|sac` are in agents/README.md)."
+    "Off-policy (DQN, SAC) time-to-solve beside Stable-Baselines3: not measured (no "
+    "offpolicy_solve record: `python -m benchmarks.offpolicy_solve` writes one; the learning "
+    "results of `agents.train dqn|sac` are in agents/README.md)."
 )
 
 
@@ -98,7 +100,8 @@ def _mode_from_data(data: dict[str, Any]) -> str:
 
 
 def _benchmark_from_name(path: Path) -> str | None:
-    return next((b for b in BENCHMARKS if path.name.startswith(f"{b}_")), None)
+    # The longest name that fits: "offpolicy_solve_x.json" is not an offpolicy record.
+    return max((b for b in BENCHMARKS if path.name.startswith(f"{b}_")), key=len, default=None)
 
 
 def _invalid(path: Path, reason: str, data: Any = None) -> InvalidRecord:

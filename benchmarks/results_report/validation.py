@@ -112,6 +112,23 @@ _OFFPOLICY_COMPARISON = (
     ("off_policy_simulation_share", _non_negative),
     ("ratio", _optional(_positive)),
 )
+_SOLVE_CASE = (
+    ("env", _STR),
+    ("target", _NUMBER),
+    ("jaxsim.seeds", _INT),
+    ("jaxsim.seeds_reached", _INT),
+    ("jaxsim.train_wall_s_per_seed", _positive),
+    ("jaxsim.compile_s_per_seed", _non_negative),
+    ("sb3", _DICT),
+    ("comparison", _DICT),
+    ("comparison.speedup", _optional(_positive)),
+)
+_SOLVE_SB3 = (
+    ("sb3.seeds", _INT),
+    ("sb3.seeds_reached", _INT),
+    ("sb3.train_wall_s_per_seed", _positive),
+    ("sb3.runs", _LIST),
+)
 _SIZES_ROW = (
     ("num_particles", _INT),
     ("outputs", _STR),
@@ -189,6 +206,28 @@ def _offpolicy(data: dict[str, Any]) -> list[str]:
     problems = []
     for i, row in enumerate(rows):
         problems += _check(row, f"comparison[{i}]", _OFFPOLICY_COMPARISON)
+    # Older records say in a sentence what they did not measure; newer ones carry a dict.
+    loops = data.get("gymnasium_loops")
+    if isinstance(loops, dict):
+        problems += _check(loops, "gymnasium_loops", (("measured", _of_type(bool)),))
+        if loops.get("measured") is True:
+            problems += _check(loops, "gymnasium_loops", (("comparison", _LIST),))
+            for i, row in enumerate(loops.get("comparison") or []):
+                problems += _check(row, f"gymnasium_loops.comparison[{i}]", _OFFPOLICY_COMPARISON)
+        elif loops.get("measured") is False:
+            problems += _check(loops, "gymnasium_loops", (("reason", _STR),))
+    return problems
+
+
+def _offpolicy_solve(data: dict[str, Any]) -> list[str]:
+    cases = data.get("cases")
+    if not isinstance(cases, dict) or not cases:
+        return ["field 'cases' must be a non-empty dict of algorithm -> case"]
+    problems = []
+    for name, case in cases.items():
+        problems += _check(case, f"cases.{name}", _SOLVE_CASE)
+        if isinstance(case.get("sb3"), dict) and "skipped" not in case["sb3"]:
+            problems += _check(case, f"cases.{name}", _SOLVE_SB3)
     return problems
 
 
@@ -202,6 +241,8 @@ def record_problems(data: dict[str, Any]) -> list[str]:
         problems += _points(data, benchmark)
     if benchmark == "offpolicy":
         problems += _offpolicy(data)
+    elif benchmark == "offpolicy_solve":
+        problems += _offpolicy_solve(data)
     elif benchmark == "ppo":
         problems += _ppo(data)
     elif benchmark == "scaling":
