@@ -7,7 +7,8 @@ Usage:
   python -m benchmarks.rollout_throughput --num-envs 1,16 --repeats 3 --min-time 0.5 --out x.json
 
 Implementations (each where it is installed and provides the environment, else recorded as
-skipped with the reason): jaxsim; Gymnasium SyncVectorEnv, AsyncVectorEnv and numpy-vectorized
+skipped with the reason): jaxsim (recording the full Trajectory, and with outputs="rewards",
+which shows what recording costs); Gymnasium SyncVectorEnv, AsyncVectorEnv and numpy-vectorized
 CartPole; EnvPool; gymnax; an eager-PyTorch CartPole (benchmarks/baselines.py); and jaxsim's
 CartPole physics alone, the floor.
 
