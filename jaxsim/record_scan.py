@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.extend
 import jax.numpy as jnp
 import numpy as np
 
@@ -43,14 +44,19 @@ def record_scan(
         raise ValueError(f"record_scan: xs leaves need one leading length, got {sorted(lengths)}")
     (n,) = lengths
     x0 = jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(leaf.shape[1:], leaf.dtype), xs)
-    _, y_avals = jax.eval_shape(body, carry, x0)
-    ys = _distinct_buffers(n, y_avals)
+    # The buffers' shapes come from the step's outputs: trace the step once, for them and for
+    # the loop, so a policy is traced as often as under lax.scan.
+    step_jaxpr, (carry_shapes, y_shapes) = jax.make_jaxpr(body, return_shape=True)(carry, x0)
+    run_step = jax.extend.core.jaxpr_as_fun(step_jaxpr)
+    out_tree = jax.tree.structure((carry_shapes, y_shapes))
+    ys = _distinct_buffers(n, y_shapes)
     if place is not None:
         ys = place(ys)
 
     def step(t, state):
         carry, ys = state
-        carry, y = body(carry, jax.tree.map(lambda leaf: leaf[t], xs))
+        x = jax.tree.map(lambda leaf: leaf[t], xs)
+        carry, y = jax.tree.unflatten(out_tree, run_step(*jax.tree.leaves((carry, x))))
         ys = jax.tree.map(lambda buf, v: jax.lax.dynamic_update_index_in_dim(buf, v, t, 0), ys, y)
         return carry, ys
 
