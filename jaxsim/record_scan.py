@@ -1,13 +1,13 @@
 """`record_scan`: `lax.scan` for a loop whose per-step outputs are a large trajectory.
 
-Measured on the 2-core CPU (CartPole, 4096 environments, 1000 steps, every field recorded: 205 MB
-of outputs), `lax.scan` spends a large part of the call before its first step. It starts every
-output buffer as zeros; XLA's common-subexpression pass merges the equal ones (obs with
-next_obs, reward with episode_return, action with episode_length, terminated with truncated)
-into one broadcast per shape and dtype, and copy insertion then copies that broadcast for each
-loop buffer: 101 MB read and written again. Here every buffer starts from its own fill value,
-so each is one write and there is nothing to copy; the loop then overwrites every element, so
-the fill values never show.
+`lax.scan` starts every output buffer as zeros; XLA's common-subexpression pass merges the
+equal ones (obs with next_obs, reward with episode_return, action with episode_length,
+terminated with truncated) into one broadcast per shape and dtype, and copy insertion then
+copies that broadcast for each loop buffer. At CartPole, 4096 environments, 1000 steps, every
+field recorded (205 MB of outputs), that is 101 MB read and written again before the first
+step: about 5% of the call's time on the 2-core CPU. Here every buffer starts from its own fill
+value, so each is one write and there is nothing to copy; the loop then overwrites every
+element, so the fill values never show.
 """
 
 from __future__ import annotations
