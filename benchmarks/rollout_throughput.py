@@ -7,7 +7,8 @@ Usage:
   python -m benchmarks.rollout_throughput --num-envs 1,16 --repeats 3 --min-time 0.5 --out x.json
 
 Implementations (each where it is installed and provides the environment, else recorded as
-skipped with the reason): jaxsim; Gymnasium SyncVectorEnv, AsyncVectorEnv and numpy-vectorized
+skipped with the reason): jaxsim (recording the full Trajectory, and with outputs="rewards",
+which shows what recording costs); Gymnasium SyncVectorEnv, AsyncVectorEnv and numpy-vectorized
 CartPole; EnvPool; gymnax; an eager-PyTorch CartPole (benchmarks/baselines.py); and jaxsim's
 CartPole physics alone, the floor.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import itertools
 import os
 import sys
@@ -75,6 +77,11 @@ BASELINE_PACKAGES = ("gymnasium", "gymnax", "envpool", "torch")
 # ------------------------------------------------------------------------------ implementations
 IMPLS: dict[str, tuple[str, Callable[[str, int, Config], Measured]]] = {
     "jaxsim": ("jaxsim.rollout, scan backend (records the full Trajectory)", bench_jaxsim),
+    # What recording the full Trajectory costs, in the same run: reward and flags only.
+    "jaxsim_rewards": (
+        "jaxsim.rollout, scan backend, outputs='rewards' (reward, terminated, truncated)",
+        functools.partial(bench_jaxsim, outputs="rewards"),
+    ),
     # Gymnasium's and EnvPool's default NEXT_STEP auto-reset spends one step per episode on the
     # reset; those steps are counted, as they count them.
     "gymnasium_sync": ("Gymnasium SyncVectorEnv of gym.make envs", bench_gymnasium_sync),
@@ -100,6 +107,7 @@ IMPLS: dict[str, tuple[str, Callable[[str, int, Config], Measured]]] = {
 # The dynamics check that covers each implementation (None: checked by other means).
 DYNAMICS_CHECK_OF = {
     "jaxsim": "gymnasium",  # jaxsim against Gymnasium, transition by transition
+    "jaxsim_rewards": "gymnasium",
     "gymnasium_sync": "gymnasium",
     "gymnasium_async": "gymnasium",
     "gymnasium_numpy": "gymnasium_numpy",

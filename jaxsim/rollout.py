@@ -15,6 +15,7 @@ from jaxsim.checks import raise_on_failure
 from jaxsim.core import Env
 from jaxsim.memory import check_memory
 from jaxsim.policies import OpenLoopPolicy, random_policy, split_policy_output
+from jaxsim.record_scan import record_scan
 from jaxsim.spaces import Space
 from jaxsim.transition import (
     STEP_OUTPUTS,
@@ -241,12 +242,19 @@ def _scan_rollout(env, static, n, num_envs, outputs, checks, mesh, dynamic, key,
         return sharding.constrain(carry, mesh), out
 
     with jax.named_scope("rollout"):
-        carry, record = jax.lax.scan(body, carry, (steps, policy_inputs))
+        carry, record = record_scan(
+            body, carry, (steps, policy_inputs), place=_split_batch_axis(mesh)
+        )
     record = sharding.constrain(record, mesh, batch_axis=1)
     per_step = {name: record.get(name) for name in STEP_OUTPUTS}
     stats = carry.sums.stats() if with_sums else None
     final_state = sharding.constrain(carry.to_state(env, lanes, params, params_axes), mesh)
     return Trajectory(**per_step, final_state=final_state, stats=stats, checks=carry.checks)
+
+
+def _split_batch_axis(mesh):
+    """Outputs [n, num_envs, ...] split over the mesh along the batch axis (None: no mesh)."""
+    return None if mesh is None else lambda ys: sharding.constrain(ys, mesh, batch_axis=1)
 
 
 _scan_rollout_jit = jax.jit(_scan_rollout, static_argnums=(0, 1, 2, 3, 4, 5, 6))

@@ -20,6 +20,7 @@ ENV_ORDER = (
 )
 IMPL_LABELS = {
     "jaxsim": "jaxsim (scan)",
+    "jaxsim_rewards": "jaxsim (scan), rewards only",
     "gymnasium_sync": "Gymnasium SyncVectorEnv",
     "gymnasium_async": "Gymnasium AsyncVectorEnv",
     "gymnasium_numpy": "Gymnasium numpy-vector",
@@ -30,6 +31,7 @@ IMPL_LABELS = {
 }
 IMPL_COLORS = {
     "jaxsim": "#d62728",
+    "jaxsim_rewards": "#e377c2",
     "gymnasium_sync": "#1f77b4",
     "gymnasium_async": "#17becf",
     "gymnasium_numpy": "#2ca02c",

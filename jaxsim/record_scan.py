@@ -1,0 +1,84 @@
+"""`record_scan`: `lax.scan` for a loop whose per-step outputs are a large trajectory.
+
+`lax.scan` starts every output buffer as zeros; XLA's common-subexpression pass merges the
+equal ones (obs with next_obs, reward with episode_return, action with episode_length,
+terminated with truncated) into one broadcast per shape and dtype, and copy insertion then
+copies that broadcast for each loop buffer. At CartPole, 4096 environments, 1000 steps, every
+field recorded (205 MB of outputs), that is 101 MB read and written again before the first
+step: about 5% of the call's time on the 2-core CPU. Here every buffer starts from its own fill
+value, so each is one write and there is nothing to copy; the loop then overwrites every
+element, so the fill values never show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.extend
+import jax.numpy as jnp
+import numpy as np
+
+
+def record_scan(
+    body: Callable[[Any, Any], tuple[Any, Any]],
+    carry,
+    xs,
+    *,
+    place: Callable[[Any], Any] | None = None,
+):
+    """What `jax.lax.scan(body, carry, xs)` returns, the per-step outputs written in place.
+
+    Args:
+      body: `body(carry, x) -> (carry, y)`; `x` is `xs` at step t, `y` a pytree of arrays.
+      carry: the loop carry.
+      xs: a pytree whose leaves have leading shape [n] (n >= 1), sliced at t for step t.
+      place: applied to the output buffers before the loop (e.g. a sharding constraint), or None.
+
+    Returns:
+      (carry after step n - 1, ys): ys has `y`'s structure, leaves [n, *y_leaf.shape].
+    """
+    lengths = {leaf.shape[0] for leaf in jax.tree.leaves(xs)}
+    if len(lengths) != 1:
+        raise ValueError(f"record_scan: xs leaves need one leading length, got {sorted(lengths)}")
+    (n,) = lengths
+    x0 = jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(leaf.shape[1:], leaf.dtype), xs)
+    # The buffers' shapes come from the step's outputs: trace the step once, for them and for
+    # the loop, so a policy is traced as often as under lax.scan.
+    step_jaxpr, (carry_shapes, y_shapes) = jax.make_jaxpr(body, return_shape=True)(carry, x0)
+    run_step = jax.extend.core.jaxpr_as_fun(step_jaxpr)
+    out_tree = jax.tree.structure((carry_shapes, y_shapes))
+    ys = _distinct_buffers(n, y_shapes)
+    if place is not None:
+        ys = place(ys)
+
+    def step(t, state):
+        carry, ys = state
+        x = jax.tree.map(lambda leaf: leaf[t], xs)
+        carry, y = jax.tree.unflatten(out_tree, run_step(*jax.tree.leaves((carry, x))))
+        ys = jax.tree.map(lambda buf, v: jax.lax.dynamic_update_index_in_dim(buf, v, t, 0), ys, y)
+        return carry, ys
+
+    return jax.lax.fori_loop(0, n, step, (carry, ys))
+
+
+def _distinct_buffers(n: int, avals):
+    """Buffers [n, *aval.shape], no two of the same shape and dtype filled with the same value.
+
+    A bool has two values, so a third bool buffer of one shape shares a fill (and costs a copy);
+    the results never depend on the fills.
+    """
+    seen: dict[tuple, int] = {}
+
+    def one(aval):
+        key = (aval.shape, aval.dtype)
+        index = seen[key] = seen.get(key, -1) + 1
+        shape = (n, *aval.shape)
+        if aval.dtype == np.bool_:
+            return jnp.full(shape, index % 2 == 1, aval.dtype)
+        if jnp.issubdtype(aval.dtype, np.number):
+            return jnp.full(shape, index % 100, aval.dtype)  # fits every numeric dtype
+        return jax.lax.empty(shape, aval.dtype)  # e.g. PRNG keys: no numeric fill
+
+    return jax.tree.map(one, avals)
