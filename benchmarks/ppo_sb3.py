@@ -115,6 +115,7 @@ def learn_sb3(
         "train_wall_s_to_target": None if reached is None else reached["train_wall_s"],
         "train_cpu_s_to_target": None if reached is None else reached["train_cpu_s"],
         "steps_done": int(model.num_timesteps),
+        "check_wall_s": state["eval_s"],
         "sps_whole_loop": model.num_timesteps / (wall - state["eval_s"]),
         "curve": state["curve"],
     }
