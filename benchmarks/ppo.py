@@ -311,6 +311,10 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a and b else None
 
 
+def _training_compile_s(jx: dict) -> float:
+    return sum(v for k, v in jx["compile_s_by_function"].items() if "evaluate" not in k)
+
+
 def _compare(jx: dict, sb3: dict) -> dict:
     if "skipped" in sb3["default_threads"]:
         return {"skipped": sb3["default_threads"]["skipped"]}
@@ -332,8 +336,10 @@ def _compare(jx: dict, sb3: dict) -> dict:
         "target_2x_cold_met": None if cold is None or not theirs else theirs / cold >= 2,
         "jaxsim_compile_s_training_loop_cold": jx["compile_s_training_loop"],
         "target_loop_compile_2s_met": jx["compile_s_training_loop"] <= 2.0,
+        # Without the compile of what the training time counts (init and the loop; the stop
+        # checks' evaluate is excluded from it with the checks).
         "speedup_excluding_jaxsim_compile": _ratio(
-            theirs, (jx["train_wall_s_to_target"] - jx["compile_s_in_train_wall"]) / jx["seeds"]
+            theirs, (jx["train_wall_s_to_target"] - _training_compile_s(jx)) / jx["seeds"]
         )
         if jx["train_wall_s_to_target"]
         else None,

@@ -118,11 +118,13 @@ def ppo_summary(r: Record) -> str | None:
     )
     cmp = r.data.get("comparison") or {}
     sb3 = r.data.get("sb3") or {}
-    if cmp.get("sb3_per_seed_s"):
+    if cmp.get("sb3_1_thread_per_seed_s"):
+        # Against SB3's faster setting: its default threads can collapse on a loaded machine.
         text += (
-            f"; Stable-Baselines3 {cmp['sb3_per_seed_s']:.2f} s per seed (median of "
-            f"{len(sb3.get('runs', []))}) in the same run: {format_ratio(cmp.get('speedup'))} "
-            f"warm, {format_ratio(cmp.get('speedup_cold'))} cold"
+            f"; Stable-Baselines3 {cmp['sb3_1_thread_per_seed_s']:.1f} s per seed with one "
+            f"torch thread ({format_seconds(cmp.get('sb3_per_seed_s'))} s with its default "
+            f"threads) in the same run: {format_ratio(cmp.get('speedup_vs_1_thread'))} warm, "
+            f"{format_ratio(cmp.get('speedup_cold_vs_1_thread'))} cold"
         )
     elif sb3.get("skipped"):
         text += f"; Stable-Baselines3 not measured ({sb3['skipped']})"
