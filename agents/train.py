@@ -3,10 +3,15 @@
 Every field of the algorithm's config (`PPOConfig`, `DQNConfig`, `SACConfig`) is a flag
 (`--total-steps`, `--num-envs`, `--no-anneal-lr`, `--hidden 64,64`, ...; see `python -m
 agents.train ALGORITHM --help`), on top of the environment's preset (`agents/presets.py`).
-Seeds train at once as `jit(vmap(run))`, in chunks of `--checkpoint-every` updates with a
-checkpoint after each; `--resume` continues from the last one and ends with exactly the
-parameters an uninterrupted run reaches (a replay buffer included). `--devices N` splits every
-rollout's environments over N devices (data parallel; `--num-envs` a multiple of N).
+Seeds train at once as `jit(vmap(run))`, in chunks of `log_every` updates (`agents.loop`): a
+progress line after each, and with a target return (the preset's, `--target-return`) a
+deterministic evaluation that freezes every seed at the target and ends the run once all are.
+The loop holds no host callback, so JAX's persistent compilation cache keeps it (on by
+default, `--compilation-cache DIR`, `--no-compilation-cache`). A checkpoint is written every
+`--checkpoint-every` updates and at the end; `--resume` continues from the last one and ends
+with exactly the parameters an uninterrupted run reaches (a replay buffer included).
+`--devices N` splits every rollout's environments over N devices (data parallel; `--num-envs`
+a multiple of N).
 Writes to `--out`: checkpoint.msgpack, config.json, metrics.csv, metrics.jsonl, curve.png,
 eval.json and episode.gif (watch it again: `python -m agents.play DIR`).
 """
