@@ -19,6 +19,19 @@ import jaxsim
 from agents import callbacks
 from agents.structs import Metrics
 
+# XLA:CPU's LLVM at -O1 without its expensive passes: a training loop is many small kernels,
+# each an LLVM module, and these compile ~25% faster (process CPU time, CartPole PPO) while
+# running as fast. Other backends keep their defaults.
+CPU_COMPILER_OPTIONS = {
+    "xla_backend_optimization_level": 1,
+    "xla_llvm_disable_expensive_passes": True,
+}
+
+
+def compiler_options() -> dict | None:
+    """The options every agent's jitted functions compile with on this backend (None: XLA's)."""
+    return dict(CPU_COMPILER_OPTIONS) if jax.default_backend() == "cpu" else None
+
 
 class Agent:
     """One algorithm on one jaxsim environment: `init(key)`, `update(runner)`, `run`, `evaluate`.
@@ -65,7 +78,7 @@ class Agent:
         self.mesh = None
         if mesh is not None:
             self.mesh = jaxsim.sharding.check_mesh(mesh, config.num_envs, owner=f"{cls} num_envs")
-        self._jitted: dict[tuple[int, bool], Callable] = {}
+        self._jitted: dict = {}  # (chunk, vmapped), "init" or "evaluate" -> jitted function
         self.setup()
         # Trace (never compile) a one-step rollout, so an unknown backend fails here.
         jax.eval_shape(
@@ -139,8 +152,24 @@ class Agent:
         key = (int(num_updates), bool(vmapped))
         if key not in self._jitted:
             fn = functools.partial(self.run, num_updates=key[0])
-            self._jitted[key] = jax.jit(jax.vmap(fn) if vmapped else fn)
+            fn = jax.vmap(fn) if vmapped else fn
+            self._jitted[key] = jax.jit(fn, compiler_options=compiler_options())
         return self._jitted[key]
+
+    def jit_init(self) -> Callable:
+        """`init` jitted over a leading seed axis: keys[S] -> runner[S], cached."""
+        if "init" not in self._jitted:
+            fn = jax.vmap(self.init)
+            self._jitted["init"] = jax.jit(fn, compiler_options=compiler_options())
+        return self._jitted["init"]
+
+    def jit_evaluate(self) -> Callable:
+        """`evaluate` jitted over a leading seed axis: (runner[S], keys[S]) -> float32[S,
+        eval_envs]; one compiled function for the stop checks and the final evaluation."""
+        if "evaluate" not in self._jitted:
+            fn = jax.vmap(self.evaluate)
+            self._jitted["evaluate"] = jax.jit(fn, compiler_options=compiler_options())
+        return self._jitted["evaluate"]
 
     def metrics(self, update: jax.Array, last_return: jax.Array, episodes, loss) -> Metrics:
         """The Metrics of the update that leaves the runner at `update` updates done."""

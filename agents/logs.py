@@ -13,6 +13,7 @@ import time
 from collections import defaultdict
 from typing import Any, TextIO
 
+import jax
 import numpy as np
 
 from jaxsim.files import atomic_write, finite_json
@@ -30,9 +31,16 @@ BASE_FIELDS = (
 """The columns of every algorithm's metrics; its loss columns (`LossInfo.COLUMNS`) follow."""
 
 
+EVAL_FIELDS = ("eval_return", "solved_seeds")
+"""The stop check's columns (runs with a target return), after the loss columns."""
+
+_PER_SEED = ("returns", "eval_returns")  # lists: in metrics.jsonl only
+
+
 def loss_fields(row: dict[str, Any]) -> list[str]:
-    """A metrics row's loss columns: what it holds beyond BASE_FIELDS and the per-seed returns."""
-    return [k for k in row if k not in BASE_FIELDS and k != "returns"]
+    """A metrics row's loss columns: what it holds beyond BASE_FIELDS, the stop check's columns
+    and the per-seed lists."""
+    return [k for k in row if k not in BASE_FIELDS and k not in EVAL_FIELDS and k not in _PER_SEED]
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -40,11 +48,16 @@ def _finite_or_none(x: float) -> float | None:
 
 
 class TrainingProgress:
-    """The throttled progress callback of an agent (`PPO(..., progress=...)`, DQN, SAC).
+    """Progress of a multi-seed run: one printed line and one metrics row per report.
 
-    Under `vmap` the device calls it once per seed for each reported update; it gathers
-    `num_seeds` calls, then prints one line (steps, env-steps/s over all seeds, mean return +- std
-    over seeds) and keeps one metrics row. Wall time counts from construction, compile included.
+    Two ways in. `report_chunk(...)` takes what the host holds between jitted chunks (the loop
+    of `agents.loop.run_chunks`, which `agents.train` runs: no callback inside the compiled
+    loop, so it can be cached). Called as a function, it is an agent's in-loop progress
+    callback (`PPO(..., progress=...)`): under `vmap` the device calls it once per seed for each
+    reported update, and it gathers `num_seeds` calls into one row. A row has steps,
+    env-steps/s over all seeds, mean return +- std over seeds, the losses, and with stop checks
+    the evaluation return and how many seeds are solved. Wall time counts from construction,
+    compile included.
     """
 
     def __init__(
@@ -76,12 +89,37 @@ class TrainingProgress:
             update = int(np.asarray(metrics.update))
             self._pending[update].append(metrics)
             if len(self._pending[update]) == self.num_seeds:
-                self._emit(update, self._pending.pop(update))
+                per_seed = self._pending.pop(update)
+                self._emit(update, int(np.asarray(per_seed[0].steps)), per_seed)
 
-    def _emit(self, update: int, per_seed: list) -> None:
+    def report_chunk(
+        self,
+        update: int,
+        steps: int,
+        metrics,
+        eval_returns: np.ndarray | None = None,
+        solved: int | None = None,
+    ) -> dict[str, Any]:
+        """One row from a chunk's end: `metrics` has numpy leaves with a leading [num_seeds]
+        axis (each seed's latest update); `eval_returns` [num_seeds] and `solved` (how many
+        seeds reached the target) come from a stop check. Returns the row."""
+        per_seed = [
+            jax.tree.map(lambda x, s=s: np.asarray(x)[s], metrics) for s in range(self.num_seeds)
+        ]
+        extra = {}
+        if eval_returns is not None:
+            finite = np.asarray(eval_returns, dtype=float)
+            extra = {
+                "eval_return": _finite_or_none(float(finite.mean())),
+                "eval_returns": [_finite_or_none(float(r)) for r in finite],
+                "solved_seeds": int(solved or 0),
+            }
+        with self._lock:
+            return self._emit(update, steps, per_seed, extra)
+
+    def _emit(self, update: int, steps: int, per_seed: list, extra=None) -> dict[str, Any]:
         now = time.perf_counter()
         returns = np.array([float(m.mean_return) for m in per_seed])
-        steps = int(np.asarray(per_seed[0].steps))
         total = steps * self.num_seeds
         sps = (total - self._last_steps) / max(now - self._last_time, 1e-9)
         self._last_time, self._last_steps = now, total
@@ -102,18 +140,24 @@ class TrainingProgress:
             "episodes": int(sum(int(np.asarray(m.episodes)) for m in per_seed)),
             **{col: mean_of(lambda m, a=attr: getattr(m.loss, a)) for attr, col in columns.items()},
             "returns": [_finite_or_none(r) for r in returns],
+            **(extra or {}),
         }
         self.rows.append(row)
         if self.stream is not None:
             ret = "n/a" if row["mean_return"] is None else f"{row['mean_return']:.1f}"
             if row["std_return"] is not None:
                 ret += f" ± {row['std_return']:.1f}"
+            check = ""
+            if "eval_return" in row:
+                value = "n/a" if row["eval_return"] is None else f"{row['eval_return']:.1f}"
+                check = f"  eval {value} (solved {row['solved_seeds']}/{self.num_seeds})"
             print(
                 f"[{self.label}] update {update}/{self.num_updates}  steps {steps:,}  "
-                f"SPS {sps:,.0f}  return {ret}  ({row['wall_time']:.1f} s)",
+                f"SPS {sps:,.0f}  return {ret}{check}  ({row['wall_time']:.1f} s)",
                 file=self.stream,
                 flush=True,
             )
+        return row
 
 
 def write_metrics(out_dir: str, rows: list[dict[str, Any]]) -> tuple[str, str]:
@@ -122,6 +166,7 @@ def write_metrics(out_dir: str, rows: list[dict[str, Any]]) -> tuple[str, str]:
     lines = (json.dumps(finite_json(r), allow_nan=False) + "\n" for r in rows)
     atomic_write(jsonl, "".join(lines).encode())
     fields = [*BASE_FIELDS, *(loss_fields(rows[0]) if rows else [])]
+    fields += [f for f in EVAL_FIELDS if rows and f in rows[-1]]
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore")
     writer.writeheader()

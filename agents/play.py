@@ -32,7 +32,7 @@ def evaluation_keys(seed: int, num_seeds: int) -> jax.Array:
 def evaluate(agent: Agent, runner, seed: int, num_seeds: int) -> np.ndarray:
     """Deterministic returns of every seed's policy -> float32 [num_seeds, eval_envs]."""
     keys = evaluation_keys(seed, num_seeds)
-    return np.asarray(jax.jit(jax.vmap(agent.evaluate))(runner, keys))
+    return np.asarray(agent.jit_evaluate()(runner, keys))
 
 
 def film_episode(

@@ -3,10 +3,15 @@
 Every field of the algorithm's config (`PPOConfig`, `DQNConfig`, `SACConfig`) is a flag
 (`--total-steps`, `--num-envs`, `--no-anneal-lr`, `--hidden 64,64`, ...; see `python -m
 agents.train ALGORITHM --help`), on top of the environment's preset (`agents/presets.py`).
-Seeds train at once as `jit(vmap(run))`, in chunks of `--checkpoint-every` updates with a
-checkpoint after each; `--resume` continues from the last one and ends with exactly the
-parameters an uninterrupted run reaches (a replay buffer included). `--devices N` splits every
-rollout's environments over N devices (data parallel; `--num-envs` a multiple of N).
+Seeds train at once as `jit(vmap(run))`, in chunks of `log_every` updates (`agents.loop`): a
+progress line after each, and with a target return (the preset's, `--target-return`) a
+deterministic evaluation that freezes every seed at the target and ends the run once all are.
+The loop holds no host callback, so JAX's persistent compilation cache keeps it (on by
+default, `--compilation-cache DIR`, `--no-compilation-cache`). A checkpoint is written every
+`--checkpoint-every` updates and at the end; `--resume` continues from the last one and ends
+with exactly the parameters an uninterrupted run reaches (a replay buffer included).
+`--devices N` splits every rollout's environments over N devices (data parallel; `--num-envs`
+a multiple of N).
 Writes to `--out`: checkpoint.msgpack, config.json, metrics.csv, metrics.jsonl, curve.png,
 eval.json and episode.gif (watch it again: `python -m agents.play DIR`).
 """
@@ -29,7 +34,9 @@ from agents import logs, play
 from agents.algorithms import ALGORITHMS, agent_type
 from agents.checkpoint import load_checkpoint, save_checkpoint, sync_sidecar
 from agents.config import field_help
-from agents.presets import config_for
+from agents.loop import run_chunks
+from agents.presets import config_for, target_for
+from jaxsim import compile_cache
 from jaxsim.files import finite_json, remove_stale_temporaries, write_json_atomic
 from jaxsim.profiler import check_output_dir
 
@@ -41,6 +48,23 @@ def _int_tuple(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(
             f"expected integers separated by commas, got {text!r}"
         ) from None
+
+
+_NO_TARGET = "none"
+
+
+def _target(text: str) -> float | str:
+    if text.strip().lower() == _NO_TARGET:
+        return _NO_TARGET
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a return (a number) or 'none', got {text!r}"
+        ) from None
+    if not np.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite return, got {text!r}")
+    return value
 
 
 def build_parser(algorithm: str = "ppo") -> argparse.ArgumentParser:
@@ -69,6 +93,24 @@ def build_parser(algorithm: str = "ppo") -> argparse.ArgumentParser:
         default=None,
         help="split the environments of every rollout over this many devices (the first N of "
         "jax.devices(), mesh axis jaxsim.ENV_AXIS); --num-envs must be a multiple of N",
+    )
+    parser.add_argument(
+        "--target-return",
+        type=_target,
+        default=None,
+        help="stop a seed once its deterministic evaluation (eval_envs episodes, checked every "
+        "log_every updates) reaches this mean return, and the run once every seed has; 'none' "
+        "trains the whole budget (default: the preset's target, agents.presets.TARGETS)",
+    )
+    parser.add_argument(
+        "--compilation-cache",
+        metavar="DIR",
+        default=None,
+        help="JAX's persistent compilation cache folder: later runs load the compiled loop "
+        f"instead of compiling it (default: ${compile_cache.ENV_VAR}, else ~/.cache/jaxsim/xla)",
+    )
+    parser.add_argument(
+        "--no-compilation-cache", action="store_true", help="compile everything afresh"
     )
     parser.add_argument("--no-plot", action="store_true", help="skip curve.png and episode.gif")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -142,6 +184,22 @@ def main(argv: list[str] | None = None) -> dict:
         except OSError as e:
             parser.error(f"--profile: {e}")
     try:
+        cache_dir = None
+        if not args.no_compilation_cache:
+            cache_dir = compile_cache.enable(args.compilation_cache)
+        else:
+            compile_cache.disable()
+    except ValueError as e:
+        parser.error(f"--compilation-cache: {e}")
+    if not args.quiet:
+        where = cache_dir or "off"
+        print(f"[{args.algorithm} {args.env}] XLA compilation cache: {where}", flush=True)
+    target = args.target_return
+    if target is None:
+        target = target_for(args.env, args.algorithm)
+    elif target == _NO_TARGET:
+        target = None
+    try:
         env = jaxsim.make(args.env)
         config = config_for(args.env, args.algorithm, **config_overrides(args, config_type))
         out = args.out or os.path.join("runs", args.env)
@@ -173,7 +231,9 @@ def main(argv: list[str] | None = None) -> dict:
             rows=rows,
             wall_offset=ckpt.meta.get("wall_time", 0.0) if ckpt else 0.0,
         )
-        agent = agent_cls(config, env, progress=progress, mesh=mesh)
+        # No progress callback inside the jitted loop (that would keep it out of the cache):
+        # rows come from each chunk's metrics (agents.loop.run_chunks).
+        agent = agent_cls(config, env, mesh=mesh)
     except (ValueError, TypeError, OSError) as e:
         parser.error(str(e))
     for stale in remove_stale_temporaries(out):
@@ -184,18 +244,43 @@ def main(argv: list[str] | None = None) -> dict:
     if ckpt is not None:
         runner = ckpt.runner
     else:
-        runner = jax.jit(jax.vmap(agent.init))(jax.random.split(key, args.seeds))
-    done = int(np.asarray(runner.update)[0])
-    chunk = args.checkpoint_every or config.num_updates
-    while done < config.num_updates:
-        n = min(chunk, config.num_updates - done)
-        runner, _ = agent.jit_run(n)(runner)
-        done += n
+        runner = agent.jit_init()(jax.random.split(key, args.seeds))
+    solved = list(ckpt.meta.get("solved_update") or [None] * args.seeds) if ckpt else None
+
+    def save(runner, solved) -> None:
         # Metrics first: rows past the checkpoint that a crash leaves behind are dropped on resume.
         logs.write_metrics(out, progress.rows)
-        extra = {"wall_time": progress.wall_time(), "command": _command(argv), "seed": args.seed}
+        extra = {
+            "wall_time": progress.wall_time(),
+            "command": _command(argv),
+            "seed": args.seed,
+            "target_return": target,
+            "solved_update": solved,
+        }
         save_checkpoint(ckpt_path, runner, config, env, args.seeds, extra)
 
+    def on_chunk(report) -> None:
+        solved_now = sum(u is not None for u in report.solved_update)
+        steps = report.done * config.steps_per_update
+        progress.report_chunk(report.done, steps, report.metrics, report.eval_returns, solved_now)
+        if args.checkpoint_every and report.done % args.checkpoint_every == 0:
+            save(report.runner, report.solved_update)
+
+    start = int(np.max(np.asarray(runner.update)))
+    runner, solved = run_chunks(
+        agent,
+        runner,
+        config.num_updates,
+        chunk=config.log_every,
+        seed=args.seed,
+        target=target,
+        solved_update=solved,
+        boundary=args.checkpoint_every or None,
+        on_chunk=on_chunk,
+    )
+    done = int(np.max(np.asarray(runner.update)))
+    if done > start and not (args.checkpoint_every and done % args.checkpoint_every == 0):
+        save(runner, solved)
     returns = play.evaluate(agent, runner, args.seed, args.seeds)
     per_seed = returns.mean(axis=1)
     evaluation = {
@@ -206,6 +291,11 @@ def main(argv: list[str] | None = None) -> dict:
         "std_return_over_seeds": float(per_seed.std()),
         "per_seed_mean_return": per_seed.tolist(),
         "steps_per_seed": done * config.steps_per_update,
+        "target_return": target,
+        # Per seed, the env steps at which a stop check first found it solved (None: never).
+        "steps_to_target_per_seed": [
+            None if u is None else u * config.steps_per_update for u in solved
+        ],
         "wall_time": progress.wall_time(),
     }
     write_json_atomic(os.path.join(out, "eval.json"), finite_json(evaluation))
@@ -218,9 +308,13 @@ def main(argv: list[str] | None = None) -> dict:
         gif = play.try_film_episode(
             agent, runner, args.seed, args.seeds, os.path.join(out, "episode.gif")
         )
+    stop = ""
+    if target is not None:
+        reached = [u for u in solved if u is not None]
+        stop = f", {len(reached)}/{args.seeds} reached {target:g} in the stop checks"
     print(
         f"[{args.algorithm} {args.env}] evaluation (deterministic, {config.eval_envs} episodes "
-        f"per seed): {per_seed.mean():.1f} ± {per_seed.std():.1f} over {args.seeds} seed(s); "
+        f"per seed): {per_seed.mean():.1f} ± {per_seed.std():.1f} over {args.seeds} seed(s){stop}; "
         f"outputs in {out}"
     )
     profile_report = None

@@ -171,11 +171,14 @@ class CompileWatcher:
         self.compiles = 0
         self._spans: list[tuple[float, float]] = []
         self._active = False
+        self.by_function: dict[str, float] = {}  # seconds per jitted function's name
 
     def _listener(self, event: str, start_time: float, end_time: float, **kwargs) -> None:
         if not self._active or event not in self.EVENTS:
             return
         self._spans.append((start_time, end_time))
+        name = str(kwargs.get("fun_name", "?"))
+        self.by_function[name] = self.by_function.get(name, 0.0) + end_time - start_time
         if event == self.EVENTS[-1]:
             self.compiles += 1
 

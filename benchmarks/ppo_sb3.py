@@ -1,7 +1,11 @@
 """The Stable-Baselines3 side of `benchmarks.ppo`: PPO with rl-zoo's CartPole settings to a target.
 
-SB3 and torch are optional (`pip install -e ".[baselines]"`); without them the baseline is
-recorded as skipped with the reason.
+"Solved" is judged as for jaxsim (`agents.loop`): every `eval_every` env steps, `episodes`
+deterministic episodes, one on each of `episodes` vectorised environments, and a stop once their
+mean return reaches the target (SB3 keeps that model, as StopTrainingOnRewardThreshold does).
+`python -m benchmarks.ppo_sb3 --seed 0 --out r.json` trains one seed as a whole process (what
+`benchmarks.ppo_process` times). SB3 and torch are optional (`pip install -e ".[baselines]"`);
+without them the baseline is recorded as skipped with the reason.
 """
 
 from __future__ import annotations
@@ -10,9 +14,10 @@ import os
 import statistics
 import time
 
+from agents.presets import TARGETS as _PRESET_TARGETS
 from benchmarks.suites import install_hint
 
-TARGETS = {"CartPole-v1": 475.0, "Pendulum-v1": -200.0}
+TARGETS = _PRESET_TARGETS["ppo"]  # where the train command stops: "solved" on both sides
 # rl-baselines3-zoo's hyperparams/ppo.yml, CartPole-v1 (lin_x: linear decay from x to 0).
 SB3_CARTPOLE = dict(
     n_envs=8,
@@ -60,19 +65,17 @@ def sb3_cartpole_ppo(env, seed: int):
 def learn_sb3(
     seed: int, target: float, max_steps: int, eval_every: int, episodes: int, threads: int
 ) -> dict:
-    import gymnasium as gym
     import torch
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
-    from stable_baselines3.common.monitor import Monitor
 
+    default_threads = torch.get_num_threads()
     if threads > 0:
         torch.set_num_threads(threads)
     t_start, cpu_start = time.perf_counter(), time.process_time()
     env = make_vec_env("CartPole-v1", n_envs=SB3_CARTPOLE["n_envs"], seed=seed)
-    eval_env = Monitor(gym.make("CartPole-v1"))
-    eval_env.reset(seed=10_000 + seed)
+    eval_env = make_vec_env("CartPole-v1", n_envs=episodes, seed=10_000 + seed)
     model = sb3_cartpole_ppo(env, seed)
     state = {"eval_s": 0.0, "eval_cpu_s": 0.0, "next": eval_every, "curve": []}
 
@@ -100,22 +103,26 @@ def learn_sb3(
     model.learn(total_timesteps=max_steps, callback=EvalUntilTarget())
     wall = time.perf_counter() - t_start
     reached = first_reach(state["curve"], target)
+    used_threads = torch.get_num_threads()
+    torch.set_num_threads(default_threads)
     return {
         "seed": seed,
         "loadavg_1min_after": os.getloadavg()[0],
-        "torch_threads": torch.get_num_threads(),
+        "torch_threads": used_threads,
         "reached": reached is not None,
         "steps_to_target": None if reached is None else reached["step"],
         "wall_s_to_target": None if reached is None else reached["wall_s"],
         "train_wall_s_to_target": None if reached is None else reached["train_wall_s"],
         "train_cpu_s_to_target": None if reached is None else reached["train_cpu_s"],
         "steps_done": int(model.num_timesteps),
+        "check_wall_s": state["eval_s"],
         "sps_whole_loop": model.num_timesteps / (wall - state["eval_s"]),
         "curve": state["curve"],
     }
 
 
 def sb3_baseline(seeds: int, max_steps: int, eval_every: int, episodes: int, threads: int) -> dict:
+    """`seeds` SB3 runs one after another (`threads` torch threads, 0: torch's default)."""
     try:
         import stable_baselines3
         import torch
@@ -130,6 +137,8 @@ def sb3_baseline(seeds: int, max_steps: int, eval_every: int, episodes: int, thr
     times = [r["train_wall_s_to_target"] for r in reached]
     cpu_times = [r["train_cpu_s_to_target"] for r in reached]
     return {
+        "torch_threads": runs[0]["torch_threads"],
+        "median_train_wall_s_to_target": statistics.median(times) if times else None,
         "library": f"stable-baselines3 {stable_baselines3.__version__}, torch {torch.__version__}",
         "env": "Gymnasium CartPole-v1",
         "hyperparameters": "rl-baselines3-zoo ppo.yml CartPole-v1",
@@ -147,3 +156,28 @@ def sb3_baseline(seeds: int, max_steps: int, eval_every: int, episodes: int, thr
         "mean_sps_whole_loop": statistics.mean(r["sps_whole_loop"] for r in runs),
         "runs": runs,
     }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """One seed as a whole process; writes its result (`learn_sb3`'s dict) to --out."""
+    import argparse
+    import json
+
+    from jaxsim.files import write_json_atomic
+
+    p = argparse.ArgumentParser(prog="python -m benchmarks.ppo_sb3", description=main.__doc__)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    p.add_argument("--max-steps", type=int, default=SB3_CARTPOLE["n_timesteps"])
+    p.add_argument("--eval-every", type=int, default=1024, help="env steps between checks")
+    p.add_argument("--episodes", type=int, default=32, help="episodes per check")
+    p.add_argument("--out", required=True, help="result JSON")
+    a = p.parse_args(argv)
+    target = TARGETS["CartPole-v1"]
+    run = learn_sb3(a.seed, target, a.max_steps, a.eval_every, a.episodes, a.threads)
+    write_json_atomic(a.out, json.loads(json.dumps(run)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -121,11 +121,11 @@ def _sizes_args(p: Plan) -> list[str]:
 def _ppo_args(p: Plan) -> list[str]:
     sb3 = [] if "sb3" in p.baselines else ["--no-sb3"]
     if p.mode == "smoke":
-        return ("--envs CartPole-v1 --seeds 1 --total-steps 1024 --eval-every 1 --no-sb3 "
-                "--no-overhead --no-gpu-sps").split()  # fmt: skip
+        return ("--envs CartPole-v1 --seeds 1 --total-steps 1024 --warm-repeats 1 --no-sb3 "
+                "--no-whole-process --no-gpu-sps").split()  # fmt: skip
     if p.mode == "quick":
         # A real time-to-solve on CartPole (3 seeds at once), SB3 with one seed beside it.
-        return ["--envs", "CartPole-v1", "--sb3-seeds", "1", "--no-overhead", *sb3]
+        return ["--envs", "CartPole-v1", "--sb3-seeds", "1", "--no-whole-process", *sb3]
     return sb3
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 
 import jax
@@ -113,10 +114,14 @@ def mlp_apply(layers, x, activation=jnp.tanh):
 
 
 def init_mlp(key: jax.Array, sizes, gains):
-    """Orthogonal kernels (`orthogonal_init`, no LAPACK) and zero biases, float32.
+    """Orthogonal kernels (the distribution of `orthogonal_init`, no LAPACK), zero biases, float32.
+
+    Every layer's Gaussian matrix comes from one draw and all are orthogonalised in one loop
+    (layers padded to the widest), so an MLP's init compiles as one random draw and one loop
+    instead of one of each per layer; the numbers differ from per-layer `orthogonal_init` calls.
 
     Args:
-      key: PRNG key, split once per layer.
+      key: PRNG key.
       sizes: widths from input to output, e.g. (obs_dim, 64, 64, num_actions).
       gains: one orthogonal gain per layer (len(sizes) - 1 of them).
 
@@ -125,11 +130,20 @@ def init_mlp(key: jax.Array, sizes, gains):
     """
     if len(gains) != len(sizes) - 1:
         raise ValueError(f"init_mlp: {len(sizes) - 1} layers need as many gains, got {gains!r}")
-    keys = jax.random.split(key, len(gains))
-    return tuple(
-        (orthogonal_init(g)(k, (n_in, n_out), jnp.float32), jnp.zeros((n_out,), jnp.float32))
-        for k, n_in, n_out, g in zip(keys, sizes[:-1], sizes[1:], gains, strict=True)
-    )
+    shapes = [(max(n_in, n_out), min(n_in, n_out)) for n_in, n_out in itertools.pairwise(sizes)]
+    rows, cols = max(r for r, _ in shapes), max(c for _, c in shapes)
+    a = jax.random.normal(key, (len(shapes), rows, cols), jnp.float32)
+    # Rows past a layer's own are zero, so they change no inner product; columns past its own
+    # are orthogonalised after its own and then dropped, so they change nothing either.
+    height = jnp.array([r for r, _ in shapes])[:, None, None]
+    q = jax.vmap(_gram_schmidt)(jnp.where(jnp.arange(rows)[:, None] < height, a, 0.0))
+    layers = []
+    for i, ((r, c), (n_in, n_out)) in enumerate(
+        zip(shapes, itertools.pairwise(sizes), strict=True)
+    ):
+        kernel = q[i, :r, :c] if n_in >= n_out else q[i, :r, :c].T
+        layers.append((gains[i] * kernel, jnp.zeros((n_out,), jnp.float32)))
+    return tuple(layers)
 
 
 _HALF_LOG_2PI = float(0.5 * np.log(2 * np.pi))
@@ -253,20 +267,26 @@ def orthogonal_init(gain: float = 1.0):
     def init(key, shape, dtype=jnp.float32):
         rows, cols = shape
         a = jax.random.normal(key, (max(rows, cols), min(rows, cols)), jnp.float32)
-        index = jnp.arange(a.shape[1])
-
-        def column(j, q):
-            earlier = (index < j).astype(q.dtype)
-            v = q[:, j]
-            v = v - q @ ((q.T @ v) * earlier)
-            v = v - q @ ((q.T @ v) * earlier)
-            return q.at[:, j].set(v / jnp.linalg.norm(v))
-
-        q = jax.lax.fori_loop(0, a.shape[1], column, a)
+        q = _gram_schmidt(a)
         q = q if rows >= cols else q.T
         return (gain * q).astype(dtype)
 
     return init
+
+
+def _gram_schmidt(a: jax.Array) -> jax.Array:
+    """a[m, n] (m >= n) -> Q[m, n] with orthonormal columns, the QR factor whose R has a positive
+    diagonal; column j depends only on columns <= j. Done twice for float32 accuracy."""
+    index = jnp.arange(a.shape[1])
+
+    def column(j, q):
+        earlier = (index < j).astype(q.dtype)
+        v = q[:, j]
+        v = v - q @ ((q.T @ v) * earlier)
+        v = v - q @ ((q.T @ v) * earlier)
+        return q.at[:, j].set(v / jnp.linalg.norm(v))
+
+    return jax.lax.fori_loop(0, a.shape[1], column, a)
 
 
 def init_mlp_policy(

@@ -1,5 +1,7 @@
 """Shared test setup: GPU-marked tests skip cleanly where jax sees no GPU."""
 
+import os
+
 import jax
 import pytest
 
@@ -18,3 +20,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+# The train command turns JAX's persistent compilation cache on by default (~/.cache/jaxsim/xla);
+# tests keep it off unless they ask for it, so they write nothing outside their tmp folders.
+os.environ.setdefault("JAXSIM_COMPILATION_CACHE", "off")

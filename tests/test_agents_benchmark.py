@@ -14,7 +14,7 @@ from benchmarks import ppo as bench  # noqa: E402
 
 def test_ppo_benchmark_quick(tmp_path):
     out = tmp_path / "ppo.json"
-    argv = ["--quick", "--envs", "CartPole-v1", "--no-sb3", "--no-overhead", "--out", str(out)]
+    argv = ["--quick", "--envs", "CartPole-v1", "--no-sb3", "--out", str(out)]
     assert bench.main(argv) == 0
     record = json.loads(out.read_text())
     assert record["quick"] is True

@@ -65,7 +65,7 @@ def test_a_checkpoint_of_another_format_is_refused_by_name(tmp_path):
     old = tmp_path / "checkpoint.msgpack"
     meta = json.dumps({"format": "jaxsim-agents-ppo/1"})
     old.write_bytes(serialization.msgpack_serialize({"meta": meta, "state": {}}))
-    with pytest.raises(ValueError, match=r"'jaxsim-agents-ppo/1'; it reads jaxsim-agents-ppo/2"):
+    with pytest.raises(ValueError, match=r"'jaxsim-agents-ppo/1'; it reads jaxsim-agents-ppo/3"):
         checkpoint.load_checkpoint(str(old))
 
 

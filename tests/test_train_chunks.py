@@ -1,0 +1,184 @@
+"""The train command's host loop: progress between chunks, the stop at a target, the XLA cache."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import struct
+
+import jaxsim
+from agents import logs, train
+from agents.loop import run_chunks
+from agents.ppo import PPO, PPOConfig
+from jaxsim import compile_cache
+
+
+@struct.dataclass
+class _Params:
+    max_episode_steps: int = 4
+
+
+@struct.dataclass
+class _State:
+    sign: jax.Array
+    time: jax.Array
+
+
+class SignBandit(jaxsim.Env):
+    """One step: observe -1 or +1, reward 1 for the action that matches its sign. Learnt in a few
+    updates, so a stop at return 0.9 comes long before the budget ends."""
+
+    id = "SignBandit-v0"
+    params_type = _Params
+    state_type = _State
+    num_reset_uniforms = 1
+
+    def init_state(self, u, params):
+        sign = jnp.where(u[0] < 0.5, -1.0, 1.0).astype(jnp.float32)
+        return _State(sign, jnp.zeros(jnp.shape(u[0]), jnp.int32))
+
+    def dynamics(self, state, action, params):
+        right = (action == 1) == (state.sign > 0)
+        return state, jnp.where(right, 1.0, 0.0), jnp.ones_like(right)
+
+    def obs_fields(self, state, params):
+        return (state.sign,)
+
+    def observation_space(self, params):
+        return jaxsim.Box(-1.0, 1.0, (1,))
+
+    def action_space(self, params):
+        return jaxsim.Discrete(2)
+
+
+CONFIG = PPOConfig(
+    total_steps=8 * 8 * 200,
+    num_envs=8,
+    num_steps=8,
+    update_epochs=4,
+    num_minibatches=1,
+    learning_rate=1e-2,
+    eval_envs=16,
+    log_every=3,
+    hidden=(16,),
+)
+
+
+@pytest.fixture(scope="module")
+def stopped():
+    agent = PPO(CONFIG, SignBandit())
+    runner = jax.jit(jax.vmap(agent.init))(jax.random.split(jax.random.key(0), 3))
+    reports = []
+    final, solved = run_chunks(
+        agent, runner, CONFIG.num_updates, chunk=3, target=0.9, on_chunk=reports.append
+    )
+    return agent, runner, final, solved, reports
+
+
+def test_the_run_stops_once_every_seed_reaches_the_target(stopped):
+    _, _, final, solved, reports = stopped
+    assert all(u is not None for u in solved), solved
+    last = reports[-1]
+    assert last.done == max(solved) < CONFIG.num_updates  # stopped long before the budget
+    assert [r.done for r in reports] == list(range(3, last.done + 1, 3))
+    assert np.all(last.eval_returns >= 0.9)
+    for r in reports:  # a seed counts as solved from the first check that saw it at the target
+        newly = [s for s, u in enumerate(r.solved_update) if u == r.done]
+        assert all(r.eval_returns[s] >= 0.9 for s in newly)
+    np.testing.assert_array_equal(np.asarray(final.update), solved)
+
+
+def test_a_solved_seed_is_frozen_where_it_reached_the_target(stopped):
+    agent, runner, final, solved, _ = stopped
+    s = int(np.argmin(solved))  # solved first: the loop ran on and discarded its later updates
+    u = solved[s]
+    one = jax.tree.map(lambda x: x[s], runner)
+    straight, _ = jax.jit(agent.run, static_argnums=1)(one, u)  # u updates, never stopped
+    kept = jax.tree.map(lambda x: x[s], final)
+    assert int(kept.update) == u
+    # vmapped and single-seed programs round apart by an ulp; later updates move far more.
+    for a, b in zip(jax.tree.leaves(straight.params), jax.tree.leaves(kept.params), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_progress_rows_come_from_chunk_metrics_without_a_host_callback(stopped):
+    agent, runner, _, _, reports = stopped
+    text = agent.jit_run(3).lower(runner).as_text()
+    assert not re.search(r"callback", text)  # nothing keeps it out of the compilation cache
+    progress = logs.TrainingProgress(3, CONFIG.num_updates, stream=None)
+    for r in reports:
+        solved = sum(u is not None for u in r.solved_update)
+        progress.report_chunk(r.done, r.done * CONFIG.batch_size, r.metrics, r.eval_returns, solved)
+    rows = progress.rows
+    assert [row["update"] for row in rows] == [r.done for r in reports]
+    assert [row["step"] for row in rows] == [r.done * CONFIG.batch_size for r in reports]
+    assert rows[-1]["solved_seeds"] == 3 and rows[-1]["eval_return"] >= 0.9
+    assert rows[-1]["mean_return"] is not None and "eval_return" not in logs.loss_fields(rows[-1])
+
+
+@pytest.fixture
+def restore_cache_config():
+    names = ("jax_enable_compilation_cache", "jax_compilation_cache_dir")
+    saved = {n: getattr(jax.config, n) for n in names}
+    yield
+    for n, v in saved.items():
+        jax.config.update(n, v)
+    compile_cache.compilation_cache.reset_cache()
+
+
+CARTPOLE_TINY = ["--num-envs", "4", "--num-steps", "8", "--total-steps", "64", "--log-every", "1"]
+
+
+def test_train_caches_compiles_in_the_given_folder_and_says_where(
+    tmp_path, capsys, restore_cache_config
+):
+    cache = tmp_path / "xla"
+    argv = ["ppo", "--out", str(tmp_path / "run"), "--no-plot", *CARTPOLE_TINY]
+    summary = train.main([*argv, "--compilation-cache", str(cache), "--target-return", "600"])
+    out = capsys.readouterr().out
+    assert out.count("XLA compilation cache") == 1 and str(cache) in out
+    assert compile_cache.current_dir() == str(cache)
+    assert any(cache.iterdir())  # the training loop (no callback in it) was written there
+    # 600 is out of reach: every chunk was checked, and the run went to its budget.
+    evaluation = json.loads((tmp_path / "run" / "eval.json").read_text())
+    assert evaluation["target_return"] == 600 and evaluation["steps_per_seed"] == 64
+    assert evaluation["steps_to_target_per_seed"] == [None]
+    assert summary["eval"]["target_return"] == 600
+
+
+def test_no_compilation_cache_turns_it_off(tmp_path, capsys, restore_cache_config):
+    compile_cache.enable(tmp_path / "xla")
+    # The cache is set before anything else is checked: a bad size ends the run uncompiled.
+    argv = ["ppo", "--out", str(tmp_path), "--no-compilation-cache", "--num-envs", "0"]
+    with pytest.raises(SystemExit):
+        train.main([*argv, "--target-return", "none"])
+    assert "XLA compilation cache: off" in capsys.readouterr().out
+    assert compile_cache.current_dir() is None
+
+
+def test_bad_cache_folder_and_target_are_refused_before_compiling(tmp_path, capsys):
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    for flags, message in (
+        (["--compilation-cache", str(a_file)], "exists and is not a folder"),
+        (["--target-return", "high"], "expected a return (a number) or 'none'"),
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            train.main(["ppo", "--out", str(tmp_path / "run"), *flags])
+        assert exit_info.value.code == 2
+        assert message in capsys.readouterr().err
+
+
+def test_the_default_folder_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv(compile_cache.ENV_VAR, "off")
+    assert compile_cache.default_dir() is None
+    monkeypatch.setenv(compile_cache.ENV_VAR, str(tmp_path))
+    assert compile_cache.default_dir() == str(tmp_path)
+    monkeypatch.delenv(compile_cache.ENV_VAR)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert compile_cache.default_dir() == str(tmp_path / "jaxsim" / "xla")
