@@ -83,10 +83,11 @@ def summary_parts(selected: Sequence[Record]) -> list[str]:
             + ":\n\n"
             + format_table(["implementation", *(f"N={n}" for n in ns)], rows)
         )
-    for r in [r for r in selected if r.benchmark == "ppo"][:1]:
-        line = ppo_summary(r)
-        if line:
-            parts.append(line)
+    # The newest PPO record that has a time-to-solve line (older records may lack the fields).
+    ppo = sorted((r for r in selected if r.benchmark == "ppo"), key=lambda r: r.utc, reverse=True)
+    lines = (line for r in ppo if (line := ppo_summary(r)))
+    if (line := next(lines, None)) is not None:
+        parts.append(line)
     return parts
 
 
