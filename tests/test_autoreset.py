@@ -105,3 +105,18 @@ def test_compact_reset_equals_the_whole_batch_reset_on_an_adapter():
     env = jaxsim.make("gymnax/Breakout-MinAtar")
     num_envs = 32  # 2 slots; resets draw from a PRNG key (reset_with_key)
     _check_equal(env, _actions(env, 12, num_envs), _time_limits(env, num_envs, 8))
+
+
+def test_compact_reset_benchmark_checks_and_records(tmp_path):
+    import json
+
+    from benchmarks import compact_reset
+
+    out = tmp_path / "cr.json"
+    args = ["--env", "CartPole-v1", "--num-envs", "32", "--steps", "40", "--repeats", "1"]
+    assert compact_reset.main([*args, "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    (point,) = record["results"]
+    assert point["check"]["pass"] and point["check"]["bitwise_equal"]
+    assert point["check"]["episodes_ended"] > 0
+    assert point["compact_over_whole"] > 0 and record["provenance"]["commit"]
