@@ -29,8 +29,10 @@ episode on 36% of steps at N=16 and 93% at N=256, and jaxsim's same-step reset r
 brax's AutoResetWrapper only selects each environment's cached first state. At N=256 one batch
 reset cost 3.8 ms against 45.6 ms for a batch step: 0.91x of brax (quick record, commit
 97e431e). brax and Playground environments now reset only their done environments, gathered
-into N/16 slots (`jaxsim.autoreset`, `Env.compact_reset`). Same process, same load, whole-batch
-against compact reset: 1.01x at N=16, 1.09x at N=256. The full record of this module
+into N/16 slots (`jaxsim.autoreset`, `Env.compact_reset`): compact over whole-batch 1.06x at
+N=256 (`python -m benchmarks.compact_reset`, record compact_reset_brax-ant_cpu2_vm.json). With
+it, at load average ~0.5 (quick mode, brax only, adapters_cpu2_vm_quick_brax.json): 0.99x at
+N=16 and 0.948x at N=256 (paired 0.971x, 0.981x; CPU time 0.97x, 0.953x). The full record
 (adapters_cpu2_vm.json) was taken at load average ~10 on the 2 cores, where the medians swing
 widely (0.68x, 0.64x, 1.11x at N=16, 256, 2048 against paired ratios 1.14x, 0.92x, 1.13x and
 CPU-time ratios 0.92x, 0.96x, 0.98x): rerun it on a quiet machine before reading it closely.
