@@ -22,17 +22,20 @@ Compile is separated from the run, every call is blocked on, and after the timin
 environment's episodes are followed through every call (rewards finite, no episode past the
 time limit, truncation exactly at it).
 
-Where jaxsim's time over brax's own loop goes (brax ant, random actions, measured on 2 shared
-cores, 2026-12): a random ant falls within ~40 steps, so some environment of the batch ends its
-episode on 36% of steps at N=16 and 93% at N=256. On each such step jaxsim's same-step reset
-(`jaxsim.transition.batch_step`) runs brax's full `reset` (a fresh random state and pipeline
-init) for the whole batch and selects; brax's AutoResetWrapper only selects each environment's
-cached *first* state (no new randomness per episode). At N=256 one batch reset costs 3.8 ms
-against 45.6 ms for a batch step, i.e. ~28 of the ~37 ms per call (8 steps) jaxsim spent over
-brax (jaxsim 403 ms, brax 366 ms CPU per call: 0.91x). A prototype of batch_step that resets
-only the done lanes, gathered into N/16 slots (the whole batch when more are done), measured
-0.98x of brax in the same run (376 ms wall, 373 ms CPU per call). That change belongs in
-jaxsim/transition.py, not in an adapter.
+Where jaxsim's time over brax's own loop went (brax ant, random actions, 2 shared cores,
+2026-12): a random ant falls within ~40 steps, so some environment of the batch ends its
+episode on 36% of steps at N=16 and 93% at N=256, and jaxsim's same-step reset ran brax's full
+`reset` (a fresh random state and pipeline init) for the whole batch on each such step, where
+brax's AutoResetWrapper only selects each environment's cached first state. At N=256 one batch
+reset cost 3.8 ms against 45.6 ms for a batch step: 0.91x of brax (quick record, commit
+97e431e). brax and Playground environments now reset only their done environments, gathered
+into N/16 slots (`jaxsim.autoreset`, `Env.compact_reset`): compact over whole-batch 1.06x at
+N=256 (`python -m benchmarks.compact_reset`, record compact_reset_brax-ant_cpu2_vm.json). With
+it, at load average ~0.5 (quick mode, brax only, adapters_cpu2_vm_quick_brax.json): 0.99x at
+N=16 and 0.948x at N=256 (paired 0.971x, 0.981x; CPU time 0.97x, 0.953x). The full record
+(adapters_cpu2_vm.json) was taken at load average ~10 on the 2 cores, where the medians swing
+widely (0.68x, 0.64x, 1.11x at N=16, 256, 2048 against paired ratios 1.14x, 0.92x, 1.13x and
+CPU-time ratios 0.92x, 0.96x, 0.98x): rerun it on a quiet machine before reading it closely.
 """
 
 from __future__ import annotations

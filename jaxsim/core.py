@@ -72,6 +72,11 @@ class Env(Generic[State, Params]):
     # True if `obs_fields` returns one component, the whole observation of any shape, instead
     # of one number per component (`obs_fields` components are stacked into a vector).
     array_obs: ClassVar[bool] = False
+    # True if a rollout should reset only the done environments, gathered, while few are done
+    # (`jaxsim.autoreset`): worth it where `init_state` costs far more than the dozen small
+    # gathers and scatters around it (a physics engine's reset). A native reset is a few hashes:
+    # there the gathering costs more than it saves (`python -m benchmarks.compact_reset`).
+    compact_reset: ClassVar[bool] = False
     # Why the fused kernel cannot run this environment, when the class knows it statically.
     fused_refusal: ClassVar[str | None] = None
 

@@ -11,6 +11,15 @@ Stable-Baselines3 `VecEnv`. jaxsim truncates at `params.max_episode_steps`, so n
 TimeLimit is stacked on top. Other keyword arguments of `make`/`make_vec` go to `jaxsim.make`
 (params overrides and static config).
 
+Adapter environments (gymnax, brax, MuJoCo Playground) take the same front under a
+Gymnasium-valid id, their jaxsim id with the slash made a dash (Gymnasium allows one slash):
+`register("gymnax/Breakout-MinAtar")` registers and returns "jaxsim/gymnax-Breakout-MinAtar"
+without importing gymnax (the library is imported when the environment is made). `make(id)`
+and `make_vec(id, num_envs)` register and make in one call; they take either spelling:
+
+    venv = jaxsim.gymnasium.make_vec("gymnax/Breakout-MinAtar", num_envs=64)
+    env = gymnasium.make(jaxsim.gymnasium.register("brax/ant"))  # after registering, plain ids
+
 CPU dispatch: importing this module turns JAX's asynchronous CPU dispatch off
 (`jax_cpu_enable_async_dispatch=False`) if JAX has not started its backends yet. The flag is
 process-wide and read once, when the CPU client starts. A Gymnasium step runs one small program
@@ -30,21 +39,25 @@ from typing import Any, ClassVar
 
 try:
     import gymnasium
-except ImportError as e:  # an optional dependency: the `gym` (or `test`) extra
+except ImportError as e:  # an optional dependency: the `gymnasium` (alias `gym`) extra
     raise ImportError(
-        "jaxsim.gymnasium needs Gymnasium 1.x: pip install 'jaxsim-rl[gym]' "
+        "jaxsim.gymnasium needs Gymnasium 1.x: pip install 'jaxsim-rl[gymnasium]' "
         "(or pip install 'gymnasium>=1.0,<2')"
     ) from e
 
 import jax
 import numpy as np
+from gymnasium.envs.registration import ENV_ID_RE
 
+from jaxsim import envs
 from jaxsim.core import Env
-from jaxsim.envs import make, registered_ids
 from jaxsim.gymnasium_vector import (
+    NAMESPACE,
     JaxsimVectorEnv,
     check_actions,
+    gym_id,
     gymnasium_space,
+    jaxsim_id,
     seed_words,
 )
 from jaxsim.rendering import default_fps
@@ -54,12 +67,15 @@ __all__ = [
     "JaxsimEnv",
     "JaxsimVectorEnv",
     "cpu_dispatch",
+    "gym_id",
     "gymnasium_space",
+    "jaxsim_id",
+    "make",
     "make_sb3_vec_env",
+    "make_vec",
+    "register",
     "register_all",
 ]
-
-NAMESPACE = "jaxsim"
 
 
 # ----------------------------------------------------------------------------------- CPU dispatch
@@ -137,7 +153,7 @@ class JaxsimEnv(gymnasium.Env):
                 f"jaxsim/{env_id}: render_mode must be None or 'rgb_array', got {render_mode!r}"
             )
         self.render_mode = render_mode
-        self.jax_env = make(env_id, **kwargs)
+        self.jax_env = envs.make(jaxsim_id(env_id), **kwargs)
         self.metadata = {**self.metadata, "render_fps": default_fps(self.jax_env)}
         self.params = self.jax_env.default_params
         self._space = self.jax_env.action_space(self.params)
@@ -193,26 +209,73 @@ def make_sb3_vec_env(env_id: str, num_envs: int = 1, **kwargs):
     return JaxsimSB3VecEnv(env_id, num_envs, **kwargs)
 
 
+def register(env_id: str) -> str:
+    """Registers one jaxsim id (native or adapter) in Gymnasium, without importing its library.
+
+    Args:
+      env_id: a jaxsim id ("CartPole-v1", "gymnax/Breakout-MinAtar", "brax/ant") or its
+        Gymnasium id ("jaxsim/gymnax-Breakout-MinAtar").
+
+    Returns:
+      The Gymnasium id, for `gymnasium.make` and `gymnasium.make_vec(...,
+      vectorization_mode="vector_entry_point")`. The adapter's library is imported when the
+      environment is made (a missing one raises an ImportError naming the extra to install).
+
+    Raises:
+      ValueError: for an id that is neither native nor "<adapter prefix>/<name>".
+    """
+    if not isinstance(env_id, str):
+        raise TypeError(f"jaxsim.gymnasium.register: env_id must be a str, got {env_id!r}")
+    native = jaxsim_id(env_id)
+    prefix, slash, name = native.partition("/")
+    known = native in envs.REGISTRY or (slash and prefix in envs.ADAPTERS and name)
+    gym_name = gym_id(native)
+    if not known or "/" in name or not ENV_ID_RE.fullmatch(gym_name):
+        raise ValueError(
+            f"jaxsim.gymnasium.register: unknown environment id {env_id!r}; native ids are "
+            f"{envs.registered_ids()}, adapters take {[f'{p}/<name>' for p in envs.ADAPTERS]}"
+        )
+    if gym_name not in gymnasium.registry:
+        gymnasium.register(
+            id=gym_name,
+            entry_point=f"{__name__}:JaxsimEnv",
+            vector_entry_point=f"{__name__}:JaxsimVectorEnv",
+            # jaxsim's own params.max_episode_steps truncates: a TimeLimit would truncate twice.
+            max_episode_steps=None,
+            kwargs={"env_id": native},
+        )
+    return gym_name
+
+
+def make(env_id: str, **kwargs) -> gymnasium.Env:
+    """`gymnasium.make` of any jaxsim id (adapters included), registering it first.
+
+    `kwargs` go to `gymnasium.make` and on to `jaxsim.make` (params overrides, static config).
+    """
+    return gymnasium.make(register(env_id), **kwargs)
+
+
+def make_vec(env_id: str, num_envs: int = 1, **kwargs) -> JaxsimVectorEnv:
+    """`num_envs` copies of any jaxsim id (adapters included) as a `JaxsimVectorEnv`, through
+    `gymnasium.make_vec(..., vectorization_mode="vector_entry_point")`.
+
+    `kwargs`: the vector env's (`autoreset_mode`, `params`, `params_sampler`) and `jaxsim.make`
+    arguments.
+    """
+    return gymnasium.make_vec(
+        register(env_id), num_envs=num_envs, vectorization_mode="vector_entry_point", **kwargs
+    )
+
+
 def register_all() -> list[str]:
-    """Registers every jaxsim id in Gymnasium as "jaxsim/<id>" (done once, on import).
+    """Registers every native jaxsim id in Gymnasium as "jaxsim/<id>" (done once, on import).
+
+    Adapter ids are registered one by one (`register`): their libraries list their own.
 
     Returns:
       The Gymnasium ids registered.
     """
-    ids = []
-    for env_id in registered_ids():
-        gym_id = f"{NAMESPACE}/{env_id}"
-        if gym_id not in gymnasium.registry:
-            gymnasium.register(
-                id=gym_id,
-                entry_point=f"{__name__}:JaxsimEnv",
-                vector_entry_point=f"{__name__}:JaxsimVectorEnv",
-                # jaxsim's own params.max_episode_steps truncates: a TimeLimit would truncate twice.
-                max_episode_steps=None,
-                kwargs={"env_id": env_id},
-            )
-        ids.append(gym_id)
-    return ids
+    return [register(env_id) for env_id in envs.registered_ids()]
 
 
 register_all()

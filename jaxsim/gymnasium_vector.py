@@ -24,7 +24,7 @@ from gymnasium.vector.utils import batch_space
 from jaxsim import params as params_lib
 from jaxsim import spaces
 from jaxsim.core import Env
-from jaxsim.envs import make
+from jaxsim.envs import ADAPTERS, REGISTRY, make
 from jaxsim.transition import (
     Carry,
     Lanes,
@@ -35,8 +35,28 @@ from jaxsim.transition import (
     with_episode_params,
 )
 
+NAMESPACE = "jaxsim"  # Gymnasium ids are "jaxsim/<id>"
 _MAX_COUNT = 2**31 - 1
-_LANES = Lanes(vmapped=True)
+_LANES = Lanes(vmapped=True, compact_reset=True)  # one device: done lanes reset alone
+
+
+def gym_id(env_id: str) -> str:
+    """The Gymnasium id of a jaxsim id: "CartPole-v1" -> "jaxsim/CartPole-v1", and an adapter's
+    "gymnax/Breakout-MinAtar" -> "jaxsim/gymnax-Breakout-MinAtar". A Gymnasium id is returned
+    as is."""
+    if env_id.startswith(f"{NAMESPACE}/"):
+        return env_id
+    prefix, slash, name = env_id.partition("/")
+    return f"{NAMESPACE}/{prefix}-{name}" if slash else f"{NAMESPACE}/{env_id}"
+
+
+def jaxsim_id(env_id: str) -> str:
+    """The jaxsim id of a Gymnasium id (`gym_id`'s inverse); a jaxsim id is returned as is."""
+    name = env_id.removeprefix(f"{NAMESPACE}/")
+    prefix, dash, rest = name.partition("-")
+    if name not in REGISTRY and dash and prefix in ADAPTERS:
+        return f"{prefix}/{rest}"
+    return name
 
 
 def gymnasium_space(space: spaces.Space) -> gymnasium.spaces.Space:
@@ -253,7 +273,7 @@ class JaxsimVectorEnv(gymnasium.vector.VectorEnv):
         self.autoreset_mode = mode
         self.metadata = {"autoreset_mode": mode, "render_modes": []}
         self.num_envs = int(num_envs)
-        self.jax_env = make(env_id, **kwargs)
+        self.jax_env = make(jaxsim_id(env_id), **kwargs)
         # On the device once: a Python scalar argument is converted again on every call.
         self.params = jax.device_put(_checked_params(owner, self.jax_env, params, self.num_envs))
         params_lib.check_sampler(owner, self.jax_env, params_sampler, self.num_envs)

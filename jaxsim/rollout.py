@@ -189,7 +189,9 @@ def _scan_rollout(env, static, n, num_envs, outputs, checks, mesh, dynamic, key,
     space = env.action_space(env.default_params)
     params_axes = env.params_axes(params, num_envs)
     params = _constrain_params(params, params_axes, mesh)
-    lanes = Lanes(vmapped=True)
+    # Compact resets gather the done lanes into one array: on a mesh that would pull them across
+    # devices each step, where a whole-batch reset stays on each device's shard.
+    lanes = Lanes(vmapped=True, compact_reset=mesh is None)
     draws = _sharded_draws(env, key, num_envs, sampler, mesh)
     with_sums = "episode_stats" in outputs
     if state is None:

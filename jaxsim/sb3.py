@@ -23,7 +23,7 @@ except ImportError as e:  # optional: the `sb3` extra, after a CPU torch
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from jaxsim.gymnasium import NAMESPACE, JaxsimVectorEnv
+from jaxsim.gymnasium import JaxsimVectorEnv
 
 
 class JaxsimSB3VecEnv(VecEnv):
@@ -35,7 +35,6 @@ class JaxsimSB3VecEnv(VecEnv):
     """
 
     def __init__(self, env_id: str, num_envs: int = 1, **kwargs):
-        env_id = env_id.removeprefix(f"{NAMESPACE}/")
         # Set before VecEnv.__init__, which reads `render_mode` through get_attr.
         self.venv = JaxsimVectorEnv(
             env_id, num_envs, autoreset_mode=AutoresetMode.SAME_STEP, **kwargs

@@ -7,6 +7,8 @@ statistics and same-step auto-reset. The scan backend calls it on the whole batc
 environment's functions vmapped; the fused kernel calls it on a block of lanes with them applied
 directly (their physics is elementwise). Nothing else in jaxsim repeats this logic.
 
+Auto-reset and the reset draws live in `jaxsim.autoreset`.
+
 This module imports nothing from `jaxsim.rollout` or `jaxsim.fused`: both import it.
 """
 
@@ -21,7 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxsim import rng
+from jaxsim.autoreset import ResetDraws, auto_reset, with_episode_params
+from jaxsim.autoreset import map_with_axes as map_with_axes  # re-exported: the backends use it
 from jaxsim.checks import CheckState, check_flags, clip_action
 from jaxsim.sharding import to_host
 
@@ -244,6 +247,14 @@ class Lanes:
     """
 
     vmapped: bool
+    # The batch may reset only its done environments, gathered, while they are few, where the
+    # environment asks for it (`Env.compact_reset`; `jaxsim.autoreset`). Gathering needs a
+    # whole batch in one array: vmapped lanes on one device, not a block of the fused kernel.
+    compact_reset: bool = False
+
+    def __post_init__(self):
+        if self.compact_reset and not self.vmapped:
+            raise ValueError("Lanes: compact_reset=True needs vmapped=True (a whole batch)")
 
     def __call__(self, fn: Callable, params_axes) -> Callable:
         """`fn(*batched, params)` over the batch."""
@@ -274,78 +285,6 @@ def _columns(obs_fields, state) -> tuple[jax.Array, ...]:
         return jnp.broadcast_to(f, shape + f.shape[len(shape) :])
 
     return tuple(column(f) for f in obs_fields)
-
-
-@struct.dataclass
-class ResetDraws:
-    """Counter-based draws of auto-resets: reset uniforms and, with a sampler, episode params.
-
-    `reset_keys` are the loop-invariant halves of each reset uniform (one [batch] array per
-    uniform), so each reset costs one hash per uniform, plus one per component of an
-    array-valued uniform (`Env.reset_shapes`; `rng.component_bits`).
-    """
-
-    seed: Any  # (uint32, uint32)
-    index: jax.Array  # uint32[batch]: the environments' global indices
-    reset_keys: tuple
-    sampler: Any = None  # a params sampler (e.g. jaxsim.UniformParams), or None
-    # The environment's reset takes a PRNG key (`Env.reset_with_key`), not uniforms.
-    as_key: bool = struct.field(pytree_node=False, default=False)
-    # Each uniform's shape for one environment (`Env.reset_uniform_shapes`); unused with as_key.
-    shapes: tuple = struct.field(pytree_node=False, default=())
-
-    @classmethod
-    def for_rollout(cls, env, key, num_envs: int, sampler=None, offset=0) -> ResetDraws:
-        """A rollout's draws: the seed of the first of `key`'s three splits, indices
-        offset ... offset + num_envs - 1 (a shard of a batch starts at a nonzero offset)."""
-        seed = rng.seed_from_key(jax.random.split(key, 3)[0])
-        index = jnp.asarray(offset, jnp.uint32) + jnp.arange(num_envs, dtype=jnp.uint32)
-        return cls.make(env, seed, index, sampler)
-
-    @classmethod
-    def make(cls, env, seed, index, sampler=None) -> ResetDraws:
-        shapes = () if env.reset_with_key else env.reset_uniform_shapes()
-        words = 2 if env.reset_with_key else len(shapes)
-        streams = range(rng.RESET_STREAM, rng.RESET_STREAM + words)
-        keys = tuple(rng.stream_key(seed, index, s) for s in streams)
-        return cls(seed, index, keys, sampler, env.reset_with_key, shapes)
-
-    def reset_draw(self, counter):
-        """What `env.init_state` takes first: a tuple of float32 uniforms [batch, *shape] in
-        [0, 1), one per declared shape, or, for an environment that resets from a key, raw PRNG
-        keys uint32[batch, 2].
-
-        Either is a pure function of (seed, environment index, counter).
-        """
-        counter = jnp.asarray(counter, jnp.uint32)
-        bits = tuple(rng.bits_from_stream_key(k, counter) for k in self.reset_keys)
-        if self.as_key:
-            return jnp.stack(bits, axis=-1)
-        return tuple(
-            rng.to_uniform(rng.component_bits(b, shape))
-            for b, shape in zip(bits, self.shapes, strict=True)
-        )
-
-    def episode_params(self, counter) -> dict[str, jax.Array] | None:
-        if self.sampler is None:
-            return None
-        return self.sampler.draw(self.seed, self.index, counter)
-
-
-def map_with_axes(fn, params, params_axes):
-    """`fn(leaf, axis)` over params leaves and their axes (None: shared, 0: per environment)."""
-    return jax.tree.map(lambda axis, x: fn(x, axis), params_axes, params, is_leaf=_is_none)
-
-
-def _is_none(x) -> bool:
-    return x is None
-
-
-def with_episode_params(params, params_axes, episode_params):
-    """(params, axes) with the fields drawn for each environment's episode replacing the base."""
-    if not episode_params:
-        return params, params_axes
-    return params.replace(**episode_params), params_axes.replace(**dict.fromkeys(episode_params, 0))
 
 
 @struct.dataclass
@@ -387,13 +326,6 @@ class Carry:
         )
 
 
-def _select(done, a, b):
-    def one(x, y):
-        return jnp.where(done.reshape(done.shape + (1,) * (jnp.ndim(x) - done.ndim)), x, y)
-
-    return jax.tree.map(one, a, b)
-
-
 def batch_step(
     env,
     lanes: Lanes,
@@ -418,10 +350,11 @@ def batch_step(
       draws: where resets (and per-episode params) come from.
       keys: per-environment PRNG keys [batch] for a stochastic environment's dynamics, or None.
 
-    Auto-reset is same-step and costs what it needs: the reset draws and `init_state` run only
-    when some environment of the batch is done (a `lax.cond`; under an outer `vmap` it becomes a
-    select, and runs always). Where an environment is done its state, totals and episode params
-    are replaced in this step.
+    Auto-reset is same-step and costs what it needs (`jaxsim.autoreset.auto_reset`): the reset
+    draws and `init_state` run only when some environment of the batch is done (a `lax.cond` or
+    `lax.switch`; under an outer `vmap` it becomes a select, and runs always), and, with
+    `lanes.compact_reset` and `env.compact_reset`, only on the done environments while few are.
+    Where an environment is done its state, totals and episode params are replaced in this step.
 
     Returns:
       (carry after the step, record): record holds `next_obs` (float32 [batch] components, taken
@@ -441,18 +374,20 @@ def batch_step(
     episode_return = carry.episode_return + reward
     episode_length = carry.episode_length + jnp.int32(1)
 
-    def reset(_):
-        drawn = draws.episode_params(counter)
-        reset_params, reset_axes = with_episode_params(params, params_axes, drawn)
-        fresh = lanes(env.init_state, reset_axes)(draws.reset_draw(counter), reset_params)
-        return _select(done, fresh, next_state), _select(done, drawn, carry.episode_params)
+    def init_state(draw, reset_params, reset_axes):
+        return lanes(env.init_state, reset_axes)(draw, reset_params)
 
-    def keep(_):
-        return next_state, carry.episode_params
-
-    # Triton reduces no booleans: count the done lanes as int32.
-    any_done = jnp.max(done.astype(jnp.int32)) > 0
-    env_state, episode_params = jax.lax.cond(any_done, reset, keep, None)
+    env_state, episode_params = auto_reset(
+        init_state,
+        done,
+        next_state,
+        carry.episode_params,
+        params,
+        params_axes,
+        counter,
+        draws,
+        compact=lanes.compact_reset and env.compact_reset,
+    )
     new_carry = Carry(
         env_state=env_state,
         episode_return=jnp.where(done, 0.0, episode_return),

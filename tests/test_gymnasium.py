@@ -72,7 +72,7 @@ def test_missing_optional_dependencies_name_what_to_install():
         mod="stable_baselines3",
         stmt="import jaxsim.gymnasium as g; g.make_sb3_vec_env('CartPole-v1')",
     )
-    for source, extra in ((no_gym, "jaxsim-rl[gym]"), (no_sb3, "jaxsim-rl[sb3]")):
+    for source, extra in ((no_gym, "jaxsim-rl[gymnasium]"), (no_sb3, "jaxsim-rl[sb3]")):
         run = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True)
         assert extra in run.stdout, run.stdout + run.stderr
 

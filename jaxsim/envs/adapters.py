@@ -161,7 +161,11 @@ class StateStepEnv(AdapterEnv):
 
     The library's environment object is built from the static config (`_build`), once per
     config. `done` is termination: the library's own time limit is a wrapper jaxsim does not use.
+    Their reset runs the physics pipeline's init, so a batch resets only its done environments
+    while few are (`compact_reset`; brax ant at 256 envs: 0.91x of brax's own loop without it).
     """
+
+    compact_reset = True
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
