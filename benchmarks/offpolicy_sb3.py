@@ -20,7 +20,7 @@ import statistics
 import time
 from typing import Any
 
-from benchmarks.ppo_sb3 import SB3_CARTPOLE, first_reach, sb3_cartpole_ppo
+from benchmarks.ppo_sb3 import SB3_CARTPOLE, eval_until_return, first_reach, sb3_cartpole_ppo
 from benchmarks.suites import install_hint
 
 # rl-baselines3-zoo hyperparameters (github.com/DLR-RM/rl-baselines3-zoo), by (algorithm, env).
@@ -253,8 +253,6 @@ def learn_to_return(
     deterministic evaluation of `episodes` episodes every `eval_every` env steps, stopping once
     one reaches `target`. Evaluation time (wall and CPU) is taken out of the training times."""
     import gymnasium as gym
-    from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.monitor import Monitor
 
     h = RL_ZOO[algorithm, env_id]
@@ -262,30 +260,9 @@ def learn_to_return(
     model = make_model(algorithm, make_env(env_id, h["n_envs"], seed), seed)
     eval_env = Monitor(gym.make(env_id))
     eval_env.reset(seed=10_000 + seed)
-    state = {"eval_s": 0.0, "eval_cpu_s": 0.0, "next": eval_every, "curve": []}
-
-    class EvalUntilReturn(BaseCallback):
-        def _on_step(self) -> bool:
-            if self.num_timesteps < state["next"]:
-                return True
-            state["next"] += eval_every
-            t0, cpu0 = time.perf_counter(), time.process_time()
-            mean, std = evaluate_policy(self.model, eval_env, episodes, deterministic=True)
-            now, cpu = time.perf_counter(), time.process_time()
-            state["eval_s"] += now - t0
-            state["eval_cpu_s"] += cpu - cpu0
-            state["curve"].append(
-                {
-                    "step": self.num_timesteps,
-                    "mean_return": float(mean),
-                    "std_return": float(std),
-                    "train_wall_s": now - t_start - state["eval_s"],
-                    "train_cpu_s": cpu - cpu_start - state["eval_cpu_s"],
-                }
-            )
-            return float(mean) < target
-
-    model.learn(total_timesteps=h["n_timesteps"], callback=EvalUntilReturn())
+    callback = eval_until_return(eval_env, eval_every, episodes, target, (t_start, cpu_start))
+    model.learn(total_timesteps=h["n_timesteps"], callback=callback)
+    state = callback.state
     train_wall = time.perf_counter() - t_start - state["eval_s"]
     curve = state["curve"]
     reached = first_reach(curve, target)

@@ -62,13 +62,54 @@ def sb3_cartpole_ppo(env, seed: int):
     )
 
 
+def eval_until_return(eval_env, every: int, episodes: int, target: float, started):
+    """An SB3 callback, EvalCallback-style: `episodes` deterministic evaluation episodes every
+    `every` env steps, stopping training once their mean reaches `target`.
+
+    `started` is (wall, CPU) at the start of training; each point of `callback.state["curve"]`
+    has the step, the mean and std return, and the wall and CPU training time so far with the
+    evaluations' own time taken out (`state["eval_s"]`, `state["eval_cpu_s"]`).
+    """
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    t_start, cpu_start = started
+
+    class EvalUntilReturn(BaseCallback):
+        def __init__(self):
+            super().__init__()
+            self.state = {"eval_s": 0.0, "eval_cpu_s": 0.0, "next": every, "curve": []}
+
+        def _on_step(self) -> bool:
+            state = self.state
+            if self.num_timesteps < state["next"]:
+                return True
+            state["next"] += every
+            t0, cpu0 = time.perf_counter(), time.process_time()
+            mean, std = evaluate_policy(self.model, eval_env, episodes, deterministic=True)
+            now, cpu = time.perf_counter(), time.process_time()
+            state["eval_s"] += now - t0
+            state["eval_cpu_s"] += cpu - cpu0
+            state["curve"].append(
+                {
+                    "step": self.num_timesteps,
+                    "mean_return": float(mean),
+                    "std_return": float(std),
+                    "wall_s": now - t_start,
+                    "train_wall_s": now - t_start - state["eval_s"],
+                    "train_cpu_s": cpu - cpu_start - state["eval_cpu_s"],
+                }
+            )
+            return float(mean) < target
+
+    return EvalUntilReturn()
+
+
 def learn_sb3(
     seed: int, target: float, max_steps: int, eval_every: int, episodes: int, threads: int
 ) -> dict:
     import torch
-    from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.evaluation import evaluate_policy
 
     default_threads = torch.get_num_threads()
     if threads > 0:
@@ -77,30 +118,9 @@ def learn_sb3(
     env = make_vec_env("CartPole-v1", n_envs=SB3_CARTPOLE["n_envs"], seed=seed)
     eval_env = make_vec_env("CartPole-v1", n_envs=episodes, seed=10_000 + seed)
     model = sb3_cartpole_ppo(env, seed)
-    state = {"eval_s": 0.0, "eval_cpu_s": 0.0, "next": eval_every, "curve": []}
-
-    class EvalUntilTarget(BaseCallback):
-        def _on_step(self) -> bool:
-            if self.num_timesteps < state["next"]:
-                return True
-            state["next"] += eval_every
-            t0, cpu0 = time.perf_counter(), time.process_time()
-            mean, std = evaluate_policy(self.model, eval_env, episodes, deterministic=True)
-            now, cpu = time.perf_counter(), time.process_time()
-            state["eval_s"] += now - t0
-            state["eval_cpu_s"] += cpu - cpu0
-            point = {
-                "step": self.num_timesteps,
-                "mean_return": float(mean),
-                "std_return": float(std),
-                "wall_s": now - t_start,
-                "train_wall_s": now - t_start - state["eval_s"],
-                "train_cpu_s": cpu - cpu_start - state["eval_cpu_s"],
-            }
-            state["curve"].append(point)
-            return point["mean_return"] < target
-
-    model.learn(total_timesteps=max_steps, callback=EvalUntilTarget())
+    callback = eval_until_return(eval_env, eval_every, episodes, target, (t_start, cpu_start))
+    model.learn(total_timesteps=max_steps, callback=callback)
+    state = callback.state
     wall = time.perf_counter() - t_start
     reached = first_reach(state["curve"], target)
     used_threads = torch.get_num_threads()
