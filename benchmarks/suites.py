@@ -75,7 +75,8 @@ class Suite:
 
 
 def _throughput_args(p: Plan) -> list[str]:
-    impls = ["jaxsim", *(b for b in THROUGHPUT_BASELINES if b in p.baselines), "physics_only"]
+    impls = ["jaxsim", "jaxsim_rewards"]
+    impls += [*(b for b in THROUGHPUT_BASELINES if b in p.baselines), "physics_only"]
     impls_arg = ["--impls", ",".join(impls)]
     if p.mode == "smoke":
         tiny = "--num-envs 2 --min-time 0 --steps-per-call 256 --async-max-envs 2".split()
