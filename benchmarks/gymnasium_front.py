@@ -36,7 +36,7 @@ import numpy as np
 
 from benchmarks._common import machine_tag, provenance, write_json_atomic
 from benchmarks.formatting import format_rate, format_table
-from benchmarks.paths import REPO_ROOT, RESULTS_DIR
+from benchmarks.paths import REPO_ROOT, RUNS_DIR
 
 ENV_ID = "CartPole-v1"
 # configuration -> (CPU dispatch, pinned to one core)
@@ -224,7 +224,7 @@ def main(argv=None) -> int:
         "table": table,
     }
     tag = machine_tag()
-    out = args.out or RESULTS_DIR / f"gymnasium_front_{tag}{'_quick' if args.quick else ''}.json"
+    out = args.out or RUNS_DIR / f"gymnasium_front_{tag}{'_quick' if args.quick else ''}.json"
     write_json_atomic(out, record)
     print(f"wrote {out}")
     return 0

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from benchmarks._common import machine_tag, provenance, write_json_atomic
 from benchmarks.formatting import format_table
-from benchmarks.paths import RESULTS_DIR
+from benchmarks.paths import RUNS_DIR
 from benchmarks.ppo_sb3 import SB3_CARTPOLE, sb3_cartpole_ppo
 
 ROUTES = ("jaxsim", "gymnasium")
@@ -168,7 +168,7 @@ def main(argv=None) -> int:
         "table": table,
     }
     tag = machine_tag()
-    out = args.out or RESULTS_DIR / f"sb3_front_{tag}{'_quick' if args.quick else ''}.json"
+    out = args.out or RUNS_DIR / f"sb3_front_{tag}{'_quick' if args.quick else ''}.json"
     write_json_atomic(out, record)
     print(f"wrote {out}")
     return 0
