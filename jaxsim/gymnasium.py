@@ -7,8 +7,10 @@ vectorization_mode="vector_entry_point")` returns a `JaxsimVectorEnv` (see
 `jaxsim.transition.batch_step` (the rollout's own transition), in Gymnasium's NEXT_STEP or
 SAME_STEP autoreset mode, with per-environment `params=`, a `params_sampler=` and
 `reset(options={"reset_mask": mask})`. `make_sb3_vec_env` gives the same batched step as a
-Stable-Baselines3 `VecEnv`. jaxsim truncates at `params.max_episode_steps`, so no Gymnasium
-TimeLimit is stacked on top. Other keyword arguments of `make`/`make_vec` go to `jaxsim.make`
+Stable-Baselines3 `VecEnv`. One time limit truncates: a native id registers jaxsim's default
+limit as its `max_episode_steps`, and the env `gymnasium.make` builds lifts jaxsim's own, so
+Gymnasium's TimeLimit (with make's `max_episode_steps=`, if given) is the one (see `register`);
+the vector env sets jaxsim's. Other keyword arguments of `make`/`make_vec` go to `jaxsim.make`
 (params overrides and static config).
 
 Adapter environments (gymnax, brax, MuJoCo Playground) take the same front under a
@@ -213,7 +215,12 @@ class _TimeLimitedEnv(JaxsimEnv):
     """
 
     def __init__(self, env_id: str, render_mode: str | None = None, **kwargs):
-        super().__init__(env_id, render_mode, **{**kwargs, "max_episode_steps": _NO_LIMIT})
+        if "max_episode_steps" in kwargs:  # only a hand-made spec gets here: it would be lost
+            raise TypeError(
+                f"jaxsim/{env_id}: give max_episode_steps to gymnasium.make (its TimeLimit "
+                f"truncates), not in the spec's kwargs; got {kwargs['max_episode_steps']!r}"
+            )
+        super().__init__(env_id, render_mode, **kwargs, max_episode_steps=_NO_LIMIT)
 
 
 # ------------------------------------------------------------------------------ SB3 and registry
