@@ -274,9 +274,15 @@ class JaxsimVectorEnv(gymnasium.vector.VectorEnv):
             raise TypeError(f"{owner}: num_envs must be an int, got {num_envs!r}")
         if not 1 <= num_envs <= _MAX_COUNT:
             raise ValueError(f"{owner}: num_envs must be in [1, 2**31 - 1], got {num_envs}")
-        mode = AutoresetMode(autoreset_mode)
+        try:
+            mode = AutoresetMode(autoreset_mode)
+        except ValueError:
+            mode = None
         if mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
-            raise ValueError(f"{owner}: autoreset_mode must be NEXT_STEP or SAME_STEP, got {mode}")
+            raise ValueError(
+                f"{owner}: autoreset_mode must be AutoresetMode.NEXT_STEP or SAME_STEP (or "
+                f"'NextStep', 'SameStep'), got {autoreset_mode!r}"
+            )
         if render_mode is not None:
             raise ValueError(f"{owner}: rendering is not supported, got {render_mode!r}")
         self.render_mode = None

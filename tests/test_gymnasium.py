@@ -1,5 +1,6 @@
 """Gymnasium interop: registration, single and vector envs (SB3's VecEnv: tests/test_sb3.py)."""
 
+import dataclasses
 import pickle
 import subprocess
 import sys
@@ -267,6 +268,13 @@ def test_max_episode_steps_truncates_there_above_or_below_the_default(how, limit
     assert steps == limit
 
 
+def test_a_limit_in_a_hand_made_specs_kwargs_is_refused_not_dropped():
+    spec = gym.spec("jaxsim/CartPole-v1")
+    spec = dataclasses.replace(spec, kwargs={**spec.kwargs, "max_episode_steps": 5})
+    with pytest.raises(TypeError, match="give max_episode_steps to gymnasium.make"):
+        gym.make(spec)
+
+
 def test_max_episode_steps_minus_one_runs_without_a_limit():
     env = gym.make("jaxsim/Pendulum-v1", max_episode_steps=-1)  # Gymnasium's "no TimeLimit"
     assert not any(isinstance(w, gym.wrappers.TimeLimit) for w in _wrappers(env))
@@ -430,8 +438,9 @@ def test_vector_reset_seed_reproduces_and_a_plain_reset_continues(mode):
 
 
 def test_vector_env_checks_its_arguments():
-    with pytest.raises(ValueError, match="autoreset_mode must be NEXT_STEP or SAME_STEP"):
-        _vec("CartPole-v1", 2, AutoresetMode.DISABLED)
+    for mode in (AutoresetMode.DISABLED, "same_step"):
+        with pytest.raises(ValueError, match=r"autoreset_mode must be AutoresetMode.NEXT_STEP or"):
+            _vec("CartPole-v1", 2, mode)
     venv = _vec("CartPole-v1", 2)
     venv.reset(seed=0)
     with pytest.raises(ValueError, match=r"actions must have shape \(2,\)"):

@@ -55,9 +55,13 @@ def test_sb3_vec_env_semantics():
 def test_sb3_ppo_learns_briefly_through_both_routes():
     pytest.importorskip("stable_baselines3", reason="stable-baselines3 (and torch) absent")
     from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecMonitor
 
-    vec_env = jgym.make_sb3_vec_env("CartPole-v1", num_envs=4)
-    PPO("MlpPolicy", vec_env, n_steps=32, batch_size=64, seed=0).learn(total_timesteps=256)
+    # As the README's example: VecMonitor gives SB3 the episode returns it logs.
+    vec_env = VecMonitor(jgym.make_sb3_vec_env("CartPole-v1", num_envs=4))
+    model = PPO("MlpPolicy", vec_env, n_steps=32, batch_size=64, seed=0)
+    model.learn(total_timesteps=256)
+    assert len(model.ep_info_buffer) > 0 and all(ep["r"] > 0 for ep in model.ep_info_buffer)
     # Through gymnasium.make: SB3 wraps the single env in its own DummyVecEnv.
     env = gym.make("jaxsim/Pendulum-v1")
     PPO("MlpPolicy", env, n_steps=64, batch_size=64, seed=0).learn(total_timesteps=256)
