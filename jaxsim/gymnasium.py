@@ -343,6 +343,15 @@ def make(env_id: str, **kwargs) -> gymnasium.Env:
     adapter id, whose registered spec has none.
     """
     limit = kwargs.pop("max_episode_steps", None)
+    if limit is not None and (
+        isinstance(limit, bool)
+        or not isinstance(limit, int | np.integer)
+        or not (limit == -1 or 1 <= limit <= _NO_LIMIT)
+    ):
+        raise ValueError(
+            f"jaxsim.gymnasium.make: max_episode_steps must be an int in [1, 2**31 - 1] (or -1: "
+            f"no limit, or None: the default), got {limit!r}"
+        )
 
     def make_one(gym_name):
         spec = gymnasium.spec(gym_name)

@@ -268,6 +268,12 @@ def test_max_episode_steps_truncates_there_above_or_below_the_default(how, limit
     assert steps == limit
 
 
+def test_make_checks_max_episode_steps():
+    for bad in (0, -2, 2.5, True, 2**31):
+        with pytest.raises(ValueError, match=r"max_episode_steps must be an int in \[1, 2\*\*31"):
+            jgym.make("CartPole-v1", max_episode_steps=bad)
+
+
 def test_a_limit_in_a_hand_made_specs_kwargs_is_refused_not_dropped():
     spec = gym.spec("jaxsim/CartPole-v1")
     spec = dataclasses.replace(spec, kwargs={**spec.kwargs, "max_episode_steps": 5})
