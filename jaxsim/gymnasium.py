@@ -323,9 +323,8 @@ def register(env_id: str) -> str:
 def _made_or_unregistered(env_id: str, make_fn):
     """`make_fn(gym_name)` after registering `env_id`; an id registered here for it and whose
     make fails is taken out of Gymnasium's registry again (a bogus adapter name stays out)."""
-    gym_name = gym_id(jaxsim_id(env_id)) if isinstance(env_id, str) else env_id
-    new = gym_name not in gymnasium.registry
-    gym_name = register(env_id)
+    new = isinstance(env_id, str) and gym_id(jaxsim_id(env_id)) not in gymnasium.registry
+    gym_name = register(env_id)  # a TypeError for a non-str id
     try:
         return make_fn(gym_name)
     except BaseException:
