@@ -249,11 +249,14 @@ def test_cartpole_matches_gymnasiums_cartpole():
 
 
 @pytest.mark.parametrize("limit", [7, 230])  # below and above Pendulum's default, 200
-@pytest.mark.parametrize("how", ["gymnasium.make", "jaxsim.gymnasium.make", "make_vec"])
+@pytest.mark.parametrize("how", ["gymnasium.make", "jaxsim.gymnasium.make", "vector", "sync"])
 def test_max_episode_steps_truncates_there_above_or_below_the_default(how, limit):
     # Pendulum never terminates: truncation alone ends its episodes.
-    if how == "make_vec":
-        env = jgym.make_vec("Pendulum-v1", 2, max_episode_steps=limit)
+    if how in ("vector", "sync"):  # jaxsim's vector env; Gymnasium's over single envs
+        mode = "vector_entry_point" if how == "vector" else how
+        env = gym.make_vec(
+            "jaxsim/Pendulum-v1", 2, vectorization_mode=mode, max_episode_steps=limit
+        )
         action = np.zeros((2, 1), np.float32)
     else:
         make = gym.make if how == "gymnasium.make" else jgym.make
