@@ -7,8 +7,10 @@ vectorization_mode="vector_entry_point")` returns a `JaxsimVectorEnv` (see
 `jaxsim.transition.batch_step` (the rollout's own transition), in Gymnasium's NEXT_STEP or
 SAME_STEP autoreset mode, with per-environment `params=`, a `params_sampler=` and
 `reset(options={"reset_mask": mask})`. `make_sb3_vec_env` gives the same batched step as a
-Stable-Baselines3 `VecEnv`. jaxsim truncates at `params.max_episode_steps`, so no Gymnasium
-TimeLimit is stacked on top. Other keyword arguments of `make`/`make_vec` go to `jaxsim.make`
+Stable-Baselines3 `VecEnv`. One time limit truncates: a native id registers jaxsim's default
+limit as its `max_episode_steps`, and the env `gymnasium.make` builds lifts jaxsim's own, so
+Gymnasium's TimeLimit (with make's `max_episode_steps=`, if given) is the one (see `register`);
+the vector env sets jaxsim's. Other keyword arguments of `make`/`make_vec` go to `jaxsim.make`
 (params overrides and static config).
 
 Adapter environments (gymnax, brax, MuJoCo Playground) take the same front under a
@@ -34,15 +36,22 @@ computation before importing it (then it is left alone).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import sys
 from typing import Any, ClassVar
 
 try:
     import gymnasium
+
+    # Gymnasium 1.1 brought the vector AutoresetMode; an older one (0.29, 1.0) lacks the name.
+    from gymnasium.vector import AutoresetMode
 except ImportError as e:  # an optional dependency: the `gymnasium` (alias `gym`) extra
+    _found = getattr(sys.modules.get("gymnasium"), "__version__", None)
     raise ImportError(
-        "jaxsim.gymnasium needs Gymnasium 1.x: pip install 'jaxsim-rl[gymnasium]' "
-        "(or pip install 'gymnasium>=1.0,<2')"
+        "jaxsim.gymnasium needs Gymnasium >= 1.1, < 2 (1.1 added the vector AutoresetMode), "
+        f"found {'none' if _found is None else _found}: pip install 'jaxsim-rl[gymnasium]' "
+        "(or pip install 'gymnasium>=1.1,<2')"
     ) from e
 
 import jax
@@ -163,6 +172,10 @@ class JaxsimEnv(gymnasium.Env):
         self._key = None
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if options:  # jaxsim's resets take no options: refused rather than silently dropped
+            raise ValueError(
+                f"jaxsim/{self.jax_env.id}: reset takes no options, got {sorted(options)}"
+            )
         super().reset(seed=seed)
         # One key for the reset, one that the steps split (it reaches stochastic dynamics).
         self._key = seed_words(self.np_random)
@@ -187,6 +200,29 @@ class JaxsimEnv(gymnasium.Env):
         return self.jax_env.render(self._state, self.params)
 
 
+# The largest limit jaxsim's params accept: no episode of any Gymnasium run reaches it.
+_NO_LIMIT = 2**31 - 1
+
+
+class _TimeLimitedEnv(JaxsimEnv):
+    """The entry point of the native "jaxsim/<id>" ids: Gymnasium's TimeLimit truncates.
+
+    `gymnasium.make` keeps its `max_episode_steps=` for the TimeLimit it applies (the registered
+    limit, jaxsim's default, when none is given) and never passes it to the environment. So
+    this environment lifts jaxsim's own limit out of the way and the TimeLimit is the only one,
+    as for Gymnasium's own ids: any N, above or below the default, truncates at N, and
+    `max_episode_steps=-1` (no TimeLimit) runs without one.
+    """
+
+    def __init__(self, env_id: str, render_mode: str | None = None, **kwargs):
+        if "max_episode_steps" in kwargs:  # only a hand-made spec gets here: it would be lost
+            raise TypeError(
+                f"jaxsim/{env_id}: give max_episode_steps to gymnasium.make (its TimeLimit "
+                f"truncates), not in the spec's kwargs; got {kwargs['max_episode_steps']!r}"
+            )
+        super().__init__(env_id, render_mode, **kwargs, max_episode_steps=_NO_LIMIT)
+
+
 # ------------------------------------------------------------------------------ SB3 and registry
 def make_sb3_vec_env(env_id: str, num_envs: int = 1, **kwargs):
     """A Stable-Baselines3 `VecEnv` stepping `num_envs` copies of a jaxsim env in one jitted call.
@@ -202,15 +238,40 @@ def make_sb3_vec_env(env_id: str, num_envs: int = 1, **kwargs):
       observation in `infos[i]["terminal_observation"]` and `infos[i]["TimeLimit.truncated"]`.
 
     Raises:
+      ValueError: for an `autoreset_mode` other than SAME_STEP (SB3's own semantics).
       ImportError: naming what to install, if stable_baselines3 is missing.
     """
+    kwargs = sb3_vector_kwargs(env_id, kwargs)  # before the (slow) import of SB3 and torch
     from jaxsim.sb3 import JaxsimSB3VecEnv  # deferred: it imports stable_baselines3 and torch
 
     return JaxsimSB3VecEnv(env_id, num_envs, **kwargs)
 
 
+def sb3_vector_kwargs(env_id: str, kwargs: dict) -> dict:
+    """`kwargs` for the SB3 VecEnv's `JaxsimVectorEnv`, without `autoreset_mode`, which SB3
+    fixes to same-step; any other mode is a ValueError naming it."""
+    kwargs = dict(kwargs)
+    mode = kwargs.pop("autoreset_mode", AutoresetMode.SAME_STEP)
+    try:
+        same_step = AutoresetMode(mode) == AutoresetMode.SAME_STEP
+    except ValueError:
+        same_step = False
+    if not same_step:
+        raise ValueError(
+            f"jaxsim/{env_id}: make_sb3_vec_env: SB3's VecEnv auto-resets in the same step, so "
+            f"autoreset_mode must be AutoresetMode.SAME_STEP (or left out), got {mode!r}"
+        )
+    return kwargs
+
+
 def register(env_id: str) -> str:
     """Registers one jaxsim id (native or adapter) in Gymnasium, without importing its library.
+
+    A native id's spec gives jaxsim's default limit as `max_episode_steps` (Gymnasium's for the
+    ids Gymnasium has) and Gymnasium's `reward_threshold`: `gymnasium.make` applies a TimeLimit
+    with it, the only limit (see `_TimeLimitedEnv`). An adapter's default limit is known only
+    once its library is imported: its spec has none, and jaxsim truncates at the adapter's own
+    `max_episode_steps` (another one: `make(id, max_episode_steps=N)` of this module).
 
     Args:
       env_id: a jaxsim id ("CartPole-v1", "gymnax/Breakout-MinAtar", "brax/ant") or its
@@ -235,24 +296,73 @@ def register(env_id: str) -> str:
             f"jaxsim.gymnasium.register: unknown environment id {env_id!r}; native ids are "
             f"{envs.registered_ids()}, adapters take {[f'{p}/<name>' for p in envs.ADAPTERS]}"
         )
-    if gym_name not in gymnasium.registry:
+    if gym_name in gymnasium.registry:
+        return gym_name
+    if native in envs.REGISTRY:
+        limit = int(envs.make(native).default_params.max_episode_steps)
+        theirs = gymnasium.registry.get(native)  # Gymnasium's own id of that name, if any
+        gymnasium.register(
+            id=gym_name,
+            entry_point=f"{__name__}:_TimeLimitedEnv",
+            vector_entry_point=f"{__name__}:JaxsimVectorEnv",
+            max_episode_steps=limit,
+            reward_threshold=None if theirs is None else theirs.reward_threshold,
+            kwargs={"env_id": native},
+        )
+    else:
         gymnasium.register(
             id=gym_name,
             entry_point=f"{__name__}:JaxsimEnv",
             vector_entry_point=f"{__name__}:JaxsimVectorEnv",
-            # jaxsim's own params.max_episode_steps truncates: a TimeLimit would truncate twice.
-            max_episode_steps=None,
+            max_episode_steps=None,  # jaxsim's limit truncates: a TimeLimit would be a second
             kwargs={"env_id": native},
         )
     return gym_name
+
+
+def _made_or_unregistered(env_id: str, make_fn):
+    """`make_fn(gym_name)` after registering `env_id`; an id registered here for it and whose
+    make fails is taken out of Gymnasium's registry again (a bogus adapter name stays out)."""
+    new = isinstance(env_id, str) and gym_id(jaxsim_id(env_id)) not in gymnasium.registry
+    gym_name = register(env_id)  # a TypeError for a non-str id
+    try:
+        return make_fn(gym_name)
+    except BaseException:
+        if new:
+            gymnasium.registry.pop(gym_name, None)
+        raise
 
 
 def make(env_id: str, **kwargs) -> gymnasium.Env:
     """`gymnasium.make` of any jaxsim id (adapters included), registering it first.
 
     `kwargs` go to `gymnasium.make` and on to `jaxsim.make` (params overrides, static config).
+    `max_episode_steps=N` truncates at N, above or below the default: through Gymnasium's
+    TimeLimit for a native id (as `gymnasium.make` does), through jaxsim's own limit for an
+    adapter id, whose registered spec has none.
     """
-    return gymnasium.make(register(env_id), **kwargs)
+    limit = kwargs.pop("max_episode_steps", None)
+    if limit is not None and (
+        isinstance(limit, bool)
+        or not isinstance(limit, int | np.integer)
+        or not (limit == -1 or 1 <= limit <= _NO_LIMIT)
+    ):
+        raise ValueError(
+            f"jaxsim.gymnasium.make: max_episode_steps must be an int in [1, 2**31 - 1] (or -1: "
+            f"no limit, or None: the default), got {limit!r}"
+        )
+
+    def make_one(gym_name):
+        spec = gymnasium.spec(gym_name)
+        if limit is None or spec.max_episode_steps is not None:
+            return gymnasium.make(gym_name, max_episode_steps=limit, **kwargs)
+        # An adapter id: gymnasium.make never hands its max_episode_steps to the environment,
+        # so the limit travels in the spec's kwargs to jaxsim.make (-1: none, as Gymnasium's).
+        steps = _NO_LIMIT if limit == -1 else limit
+        spec = dataclasses.replace(spec, kwargs={**spec.kwargs, "max_episode_steps": steps})
+        return gymnasium.make(spec, **kwargs)
+
+    return _made_or_unregistered(env_id, make_one)
 
 
 def make_vec(env_id: str, num_envs: int = 1, **kwargs) -> JaxsimVectorEnv:
@@ -260,10 +370,13 @@ def make_vec(env_id: str, num_envs: int = 1, **kwargs) -> JaxsimVectorEnv:
     `gymnasium.make_vec(..., vectorization_mode="vector_entry_point")`.
 
     `kwargs`: the vector env's (`autoreset_mode`, `params`, `params_sampler`) and `jaxsim.make`
-    arguments.
+    arguments (`max_episode_steps=N` reaches jaxsim's limit).
     """
-    return gymnasium.make_vec(
-        register(env_id), num_envs=num_envs, vectorization_mode="vector_entry_point", **kwargs
+    return _made_or_unregistered(
+        env_id,
+        lambda gym_name: gymnasium.make_vec(
+            gym_name, num_envs=num_envs, vectorization_mode="vector_entry_point", **kwargs
+        ),
     )
 
 

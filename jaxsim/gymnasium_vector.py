@@ -67,13 +67,23 @@ def gymnasium_space(space: spaces.Space) -> gymnasium.spaces.Space:
 
     Returns:
       `gymnasium.spaces.Discrete(n)` (int64, Gymnasium's default; jaxsim casts to int32) or a
-      float32 `gymnasium.spaces.Box` with the same bounds and shape.
+      float32 `gymnasium.spaces.Box` with the same bounds and shape, except that a bound of
+      float32's largest magnitude, which jaxsim's native environments write for "unbounded",
+      is infinite, as Gymnasium's own spaces write it (CartPole's velocities: +-inf).
     """
     if isinstance(space, spaces.Discrete):
         return gymnasium.spaces.Discrete(space.n)
     if isinstance(space, spaces.Box):
-        return gymnasium.spaces.Box(space.low, space.high, space.shape, np.float32)
+        low, high = _unbounded(space.low), _unbounded(space.high)
+        return gymnasium.spaces.Box(low, high, space.shape, np.float32)
     raise TypeError(f"gymnasium_space: unsupported jaxsim space {space!r}")
+
+
+def _unbounded(bound: np.ndarray) -> np.ndarray:
+    """float32 bounds with +-float32 max made +-inf."""
+    bound = np.asarray(bound, np.float32)
+    edge = np.abs(bound) == np.finfo(np.float32).max
+    return np.where(edge, np.copysign(np.inf, bound), bound).astype(np.float32)
 
 
 def seed_words(np_random: np.random.Generator) -> np.ndarray:
@@ -264,9 +274,15 @@ class JaxsimVectorEnv(gymnasium.vector.VectorEnv):
             raise TypeError(f"{owner}: num_envs must be an int, got {num_envs!r}")
         if not 1 <= num_envs <= _MAX_COUNT:
             raise ValueError(f"{owner}: num_envs must be in [1, 2**31 - 1], got {num_envs}")
-        mode = AutoresetMode(autoreset_mode)
+        try:
+            mode = AutoresetMode(autoreset_mode)
+        except ValueError:
+            mode = None
         if mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
-            raise ValueError(f"{owner}: autoreset_mode must be NEXT_STEP or SAME_STEP, got {mode}")
+            raise ValueError(
+                f"{owner}: autoreset_mode must be AutoresetMode.NEXT_STEP or SAME_STEP (or "
+                f"'NextStep', 'SameStep'), got {autoreset_mode!r}"
+            )
         if render_mode is not None:
             raise ValueError(f"{owner}: rendering is not supported, got {render_mode!r}")
         self.render_mode = None
@@ -291,6 +307,18 @@ class JaxsimVectorEnv(gymnasium.vector.VectorEnv):
         same_step = mode == AutoresetMode.SAME_STEP
         self._reset_fn, self._step_fn = _programs(self.jax_env, self.num_envs, same_step)
         self._moving = self._fixed = None
+
+    def __getstate__(self) -> dict:
+        # The jitted programs are closures over the environment (not picklable); everything
+        # else, the device state included, pickles, and the programs are rebuilt on load.
+        state = dict(self.__dict__)
+        del state["_reset_fn"], state["_step_fn"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
+        self._reset_fn, self._step_fn = _programs(self.jax_env, self.num_envs, same_step)
 
     def _reset_mask(self, options: dict | None):
         """The bool [num_envs] reset mask of `options`, or None; a ValueError for anything else."""

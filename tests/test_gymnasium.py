@@ -1,5 +1,7 @@
-"""Gymnasium and Stable-Baselines3 interop: registration, single and vector envs, SB3's VecEnv."""
+"""Gymnasium interop: registration, single and vector envs (SB3's VecEnv: tests/test_sb3.py)."""
 
+import dataclasses
+import pickle
 import subprocess
 import sys
 import warnings
@@ -19,10 +21,13 @@ from gymnasium.vector import AutoresetMode  # noqa: E402
 import jaxsim.gymnasium as jgym  # noqa: E402 (after the importorskip)
 
 IDS = jaxsim.registered_ids()
+# The native ids Gymnasium has too: their specs and spaces must equal Gymnasium's own.
+GYM_IDS = [env_id for env_id in IDS if env_id in gym.registry]
 KEY = jax.random.key(0)
 # Gymnasium's checker recommends a [-1, 1] Box action space; Gymnasium's own Pendulum and
-# MountainCarContinuous draw the same recommendation. Any other warning fails the test.
-BOX_ADVICE = "symmetric and normalized space"
+# MountainCarContinuous draw the same recommendation, and Gymnasium's CartPole the same remark on
+# its infinite velocity bounds. Any other warning fails the test.
+ADVICE = ("symmetric and normalized space", "value is -infinity", "value is infinity")
 
 
 def _vec(env_id, num_envs, mode=AutoresetMode.NEXT_STEP, **kwargs):
@@ -42,12 +47,24 @@ def _cartpole_state(env, obs, time=0):
 
 
 # --------------------------------------------------------------------------------- registration
-def test_every_id_is_registered_without_a_time_limit():
+def test_every_id_registers_jaxsims_limit_and_gymnasiums_threshold():
+    assert len(GYM_IDS) == 5
     for env_id in IDS:
         spec = gym.spec(f"jaxsim/{env_id}")
-        assert spec.max_episode_steps is None  # jaxsim truncates, once
+        limit = int(jaxsim.make(env_id).default_params.max_episode_steps)
+        assert spec.max_episode_steps == limit
+        theirs = gym.spec(env_id) if env_id in GYM_IDS else None
+        assert spec.reward_threshold == (theirs and theirs.reward_threshold)
         assert spec.vector_entry_point is not None
         assert spec.kwargs == {"env_id": env_id}
+        made = gym.make(f"jaxsim/{env_id}").spec  # what code (SB3, rl-zoo) reads
+        assert (made.max_episode_steps, made.reward_threshold) == (
+            spec.max_episode_steps,
+            spec.reward_threshold,
+        )
+    for env_id in GYM_IDS:  # CartPole: 500 and 475, as Gymnasium's
+        ours, theirs = gym.spec(f"jaxsim/{env_id}"), gym.spec(env_id)
+        assert ours.max_episode_steps == theirs.max_episode_steps
     assert jgym.register_all() == [f"jaxsim/{i}" for i in IDS]  # idempotent
 
 
@@ -59,6 +76,20 @@ def test_importing_does_not_import_gymnax_brax_or_sb3():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_gymnasium_without_autoresetmode_is_refused_naming_the_version_needed():
+    # Gymnasium 0.29 stands in: a module of that version whose vector package lacks the name.
+    code = (
+        "import sys, types\n"
+        "gym, vector = types.ModuleType('gymnasium'), types.ModuleType('gymnasium.vector')\n"
+        "gym.__version__, gym.vector, gym.__path__ = '0.29.1', vector, []\n"
+        "sys.modules.update({'gymnasium': gym, 'gymnasium.vector': vector})\n"
+        "try:\n    import jaxsim.gymnasium\nexcept ImportError as e:\n    print(e)"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert "needs Gymnasium >= 1.1, < 2" in run.stdout, run.stdout + run.stderr
+    assert "found 0.29.1" in run.stdout and "jaxsim-rl[gymnasium]" in run.stdout
 
 
 def test_missing_optional_dependencies_name_what_to_install():
@@ -78,16 +109,24 @@ def test_missing_optional_dependencies_name_what_to_install():
 
 
 # ------------------------------------------------------------------------------------ single env
+def _unbounded(x):
+    """float32's largest magnitude (jaxsim's native "no bound") as +-inf (Gymnasium's)."""
+    return np.where(np.abs(x) == np.finfo(np.float32).max, np.copysign(np.inf, x), x)
+
+
 @pytest.mark.parametrize("env_id", IDS)
 def test_single_env_passes_check_env_with_matching_spaces(env_id):
     env = gym.make(f"jaxsim/{env_id}")
-    assert not any(isinstance(w, gym.wrappers.TimeLimit) for w in _wrappers(env))
+    # One TimeLimit, with jaxsim's limit: gymnasium.make applies it, as for its own ids.
+    limits = [w._max_episode_steps for w in _wrappers(env) if isinstance(w, gym.wrappers.TimeLimit)]
+    assert limits == [jaxsim.make(env_id).default_params.max_episode_steps]
     jax_env = jaxsim.make(env_id)
     obs_space = jax_env.observation_space(jax_env.default_params)
     act_space = jax_env.action_space(jax_env.default_params)
-    assert env.observation_space == gym.spaces.Box(
-        obs_space.low, obs_space.high, obs_space.shape, np.float32
-    )
+    assert env.observation_space.shape == obs_space.shape
+    assert env.observation_space.dtype == np.float32
+    np.testing.assert_array_equal(env.observation_space.low, _unbounded(obs_space.low))
+    np.testing.assert_array_equal(env.observation_space.high, _unbounded(obs_space.high))
     if isinstance(act_space, jaxsim.Discrete):
         assert env.action_space == gym.spaces.Discrete(act_space.n)
     else:
@@ -97,13 +136,29 @@ def test_single_env_passes_check_env_with_matching_spaces(env_id):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         check_env(env.unwrapped, skip_render_check=True)
-    assert all(BOX_ADVICE in str(w.message) for w in caught), [str(w.message) for w in caught]
+    advice = [any(a in str(w.message) for a in ADVICE) for w in caught]
+    assert all(advice), [str(w.message) for w in caught]
 
 
 def _wrappers(env):
     while isinstance(env, gym.Wrapper):
         yield env
         env = env.env
+
+
+@pytest.mark.parametrize("env_id", GYM_IDS)
+def test_spaces_equal_gymnasiums_exactly(env_id):
+    # Bounds element for element (CartPole's velocities: +-inf, not +-float32 max), dtypes too.
+    ours, theirs = gym.make(f"jaxsim/{env_id}"), gym.make(env_id)
+    venv = _vec(env_id, 2)
+    for space in (ours.observation_space, venv.single_observation_space):
+        assert (space.shape, space.dtype) == (theirs.observation_space.shape, np.float32)
+        np.testing.assert_array_equal(space.low, theirs.observation_space.low)
+        np.testing.assert_array_equal(space.high, theirs.observation_space.high)
+    assert ours.action_space == theirs.action_space == venv.single_action_space
+    if isinstance(theirs.action_space, gym.spaces.Box):
+        np.testing.assert_array_equal(ours.action_space.low, theirs.action_space.low)
+        np.testing.assert_array_equal(ours.action_space.high, theirs.action_space.high)
 
 
 @pytest.mark.parametrize("env_id", IDS)
@@ -151,6 +206,26 @@ def test_single_env_rejects_an_invalid_discrete_action():
         env.step(2)
 
 
+def test_single_env_refuses_reset_options_instead_of_dropping_them():
+    env = gym.make("jaxsim/CartPole-v1")
+    env.reset(seed=0, options={})  # none given: fine (Gymnasium's checker passes {})
+    with pytest.raises(ValueError, match=r"reset takes no options, got \['low'\]"):
+        env.reset(seed=0, options={"low": -0.1})
+
+
+def test_both_envs_pickle_and_continue_where_they_stopped():
+    for make in (lambda: gym.make("jaxsim/Acrobot-v1"), lambda: _vec("Acrobot-v1", 3)):
+        env = make()
+        env.reset(seed=4)
+        action = env.action_space.sample()
+        for _ in range(5):
+            env.step(action)
+        copy = pickle.loads(pickle.dumps(env))
+        for _ in range(5):
+            for ours, theirs in zip(env.step(action)[:4], copy.step(action)[:4], strict=True):
+                np.testing.assert_array_equal(ours, theirs)
+
+
 def test_cartpole_matches_gymnasiums_cartpole():
     env = gym.make("jaxsim/CartPole-v1")
     genv = gym.make("CartPole-v1").unwrapped
@@ -171,6 +246,49 @@ def test_cartpole_matches_gymnasiums_cartpole():
         if terminated:
             obs, _ = env.reset()
     assert steps == 100
+
+
+@pytest.mark.parametrize("limit", [7, 230])  # below and above Pendulum's default, 200
+@pytest.mark.parametrize("how", ["gymnasium.make", "jaxsim.gymnasium.make", "vector", "sync"])
+def test_max_episode_steps_truncates_there_above_or_below_the_default(how, limit):
+    # Pendulum never terminates: truncation alone ends its episodes.
+    if how in ("vector", "sync"):  # jaxsim's vector env; Gymnasium's over single envs
+        mode = "vector_entry_point" if how == "vector" else how
+        env = gym.make_vec(
+            "jaxsim/Pendulum-v1", 2, vectorization_mode=mode, max_episode_steps=limit
+        )
+        action = np.zeros((2, 1), np.float32)
+    else:
+        make = gym.make if how == "gymnasium.make" else jgym.make
+        env = make("jaxsim/Pendulum-v1", max_episode_steps=limit)
+        action = np.zeros(1, np.float32)
+        assert env.spec.max_episode_steps == limit
+    env.reset(seed=0)
+    steps = 1
+    while not np.all(env.step(action)[3]):  # the first truncation
+        steps += 1
+        assert steps <= limit
+    assert steps == limit
+
+
+def test_make_checks_max_episode_steps():
+    for bad in (0, -2, 2.5, True, 2**31):
+        with pytest.raises(ValueError, match=r"max_episode_steps must be an int in \[1, 2\*\*31"):
+            jgym.make("CartPole-v1", max_episode_steps=bad)
+
+
+def test_a_limit_in_a_hand_made_specs_kwargs_is_refused_not_dropped():
+    spec = gym.spec("jaxsim/CartPole-v1")
+    spec = dataclasses.replace(spec, kwargs={**spec.kwargs, "max_episode_steps": 5})
+    with pytest.raises(TypeError, match="give max_episode_steps to gymnasium.make"):
+        gym.make(spec)
+
+
+def test_max_episode_steps_minus_one_runs_without_a_limit():
+    env = gym.make("jaxsim/Pendulum-v1", max_episode_steps=-1)  # Gymnasium's "no TimeLimit"
+    assert not any(isinstance(w, gym.wrappers.TimeLimit) for w in _wrappers(env))
+    env.reset(seed=0)
+    assert not any(env.step(np.zeros(1, np.float32))[3] for _ in range(210))
 
 
 @pytest.mark.parametrize("env_id", ["Pendulum-v1", "MountainCar-v0"])
@@ -329,8 +447,9 @@ def test_vector_reset_seed_reproduces_and_a_plain_reset_continues(mode):
 
 
 def test_vector_env_checks_its_arguments():
-    with pytest.raises(ValueError, match="autoreset_mode must be NEXT_STEP or SAME_STEP"):
-        _vec("CartPole-v1", 2, AutoresetMode.DISABLED)
+    for mode in (AutoresetMode.DISABLED, "same_step"):
+        with pytest.raises(ValueError, match=r"autoreset_mode must be AutoresetMode.NEXT_STEP or"):
+            _vec("CartPole-v1", 2, mode)
     venv = _vec("CartPole-v1", 2)
     venv.reset(seed=0)
     with pytest.raises(ValueError, match=r"actions must have shape \(2,\)"):
@@ -479,37 +598,3 @@ def test_the_front_benchmark_checks_transitions_before_timing():
 
     check = check_front_transitions(8, steps=30)
     assert check["pass"] and check["transitions_compared"] > 200
-
-
-# ------------------------------------------------------------------------------ Stable-Baselines3
-def test_sb3_vec_env_semantics():
-    sb3 = pytest.importorskip("stable_baselines3", reason="stable-baselines3 (and torch) absent")
-    venv = jgym.make_sb3_vec_env("jaxsim/CartPole-v1", 3, max_episode_steps=4)
-    assert isinstance(venv, sb3.common.vec_env.VecEnv) and venv.num_envs == 3
-    venv.seed(0)
-    obs = venv.reset()
-    assert obs.shape == (3, 4) and obs.dtype == np.float32
-    venv.seed(0)
-    np.testing.assert_array_equal(venv.reset(), obs)
-    for t in range(1, 5):
-        obs, reward, done, infos = venv.step(np.zeros(3, np.int64))
-        assert reward.dtype == np.float32 and len(infos) == 3
-        assert done.all() == (t == 4)
-    for info in infos:  # truncated at the limit: SB3 bootstraps from the terminal observation
-        assert info["TimeLimit.truncated"] is True
-        assert info["terminal_observation"].shape == (4,)
-        assert not np.array_equal(info["terminal_observation"], obs[0])
-    assert np.all(np.abs(obs) <= 0.05)  # reset in the same step
-    assert venv.get_attr("render_mode") == [None] * 3
-    assert venv.env_is_wrapped(gym.Wrapper) == [False] * 3
-
-
-def test_sb3_ppo_learns_briefly_through_both_routes():
-    pytest.importorskip("stable_baselines3", reason="stable-baselines3 (and torch) absent")
-    from stable_baselines3 import PPO
-
-    vec_env = jgym.make_sb3_vec_env("CartPole-v1", num_envs=4)
-    PPO("MlpPolicy", vec_env, n_steps=32, batch_size=64, seed=0).learn(total_timesteps=256)
-    # Through gymnasium.make: SB3 wraps the single env in its own DummyVecEnv.
-    env = gym.make("jaxsim/Pendulum-v1")
-    PPO("MlpPolicy", env, n_steps=64, batch_size=64, seed=0).learn(total_timesteps=256)

@@ -32,10 +32,38 @@ def test_adapter_ids_have_gymnasium_valid_spellings_both_ways():
         assert jgym.jaxsim_id(native) == native
         assert jgym.register(native) == gym_name == jgym.register(gym_name)
         spec = gym.spec(gym_name)
-        assert spec.kwargs == {"env_id": native} and spec.max_episode_steps is None
+        assert spec.kwargs == {"env_id": native}
+        # An adapter's limit is known once its library loads: jaxsim's truncates, no TimeLimit.
+        assert spec.max_episode_steps == (500 if native == "CartPole-v1" else None)
     for bad in ("Nope-v0", "gymnax/", "gymnax/a/b", "mujoco/Ant-v5"):
         with pytest.raises(ValueError, match="unknown environment id"):
             jgym.register(bad)
+
+
+def test_an_adapter_id_whose_make_fails_does_not_stay_registered():
+    pytest.importorskip("gymnax", reason="gymnax not installed: pip install 'jaxsim-rl[gymnax]'")
+    for make in (jgym.make, lambda i: jgym.make_vec(i, 2)):
+        with pytest.raises(ValueError, match="unknown gymnax id 'Bogus-v0'"):
+            make("gymnax/Bogus-v0")
+        assert "jaxsim/gymnax-Bogus-v0" not in gym.registry
+    jgym.register("gymnax/Bogus-v0")  # registered by hand: a failed make leaves it alone
+    with pytest.raises(ValueError, match="unknown gymnax id"):
+        jgym.make("gymnax/Bogus-v0")
+    assert "jaxsim/gymnax-Bogus-v0" in gym.registry
+    del gym.registry["jaxsim/gymnax-Bogus-v0"]
+
+
+@pytest.mark.parametrize("limit", [3, 205])  # below and above gymnax Pendulum's 200
+def test_an_adapters_max_episode_steps_reaches_jaxsim(limit):
+    pytest.importorskip("gymnax", reason="gymnax not installed: pip install 'jaxsim-rl[gymnax]'")
+    env = jgym.make("gymnax/Pendulum-v1", max_episode_steps=limit)
+    assert env.unwrapped.params.max_episode_steps == limit
+    env.reset(seed=0)
+    steps = 1
+    while not env.step(np.zeros(1, np.float32))[3]:  # Pendulum never terminates
+        steps += 1
+        assert steps <= limit
+    assert steps == limit
 
 
 def test_registering_adapters_imports_neither_library():
