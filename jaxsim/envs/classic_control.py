@@ -13,8 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+import jaxsim.envs.classic_control_drawing as drawing
 from jaxsim.core import Env
-from jaxsim.envs import classic_control_drawing as drawing
 from jaxsim.params import field
 from jaxsim.spaces import Box, Discrete
 
