@@ -47,25 +47,56 @@ def film_episode(
     """Writes a GIF of evaluation episode 0 of seed `seed_index` (the first episode `evaluate`
     counts for it); returns that episode's return.
 
-    The evaluation rollout keeps observations, not states; every native observation determines
-    the state it shows, so the frames are drawn from them (`jaxsim.rendering.states_from_obs`).
+    The evaluation rollout keeps observations, not states. Where the observation determines
+    the state it shows (classic control), the frames are drawn from them
+    (`jaxsim.rendering.states_from_obs`); elsewhere (Swarm: eight summary statistics of many
+    particles) the episode is replayed from its first state with its recorded actions.
     """
+    if not agent.env.renderable:  # before the evaluation rollout: nothing would draw it
+        raise NotImplementedError(f"{agent.env.id}: this environment cannot draw itself")
     one = jax.tree.map(lambda x: x[seed_index], runner)
     c = agent.config
+    key = evaluation_keys(seed, num_seeds)[seed_index]
     traj = jaxsim.rollout(
         agent.env,
         agent.policy(one, deterministic=True),
         int(agent.env_params.max_episode_steps),
         num_envs=c.eval_envs,  # as in evaluate: the same environments get the same resets
-        key=evaluation_keys(seed, num_seeds)[seed_index],
+        key=key,
         params=agent.env_params,
         backend=c.rollout_backend,
     )
     end = int(np.argmax(np.asarray(traj.done[:, 0])))
-    obs = jnp.concatenate([traj.obs[: end + 1, 0], traj.next_obs[end, 0][None]])  # + terminal
-    states = jaxsim.rendering.states_from_obs(agent.env, obs)
+    try:
+        obs = jnp.concatenate([traj.obs[: end + 1, 0], traj.next_obs[end, 0][None]])  # + terminal
+        states = jaxsim.rendering.states_from_obs(agent.env, obs)
+        states = [jax.tree.map(lambda x, t=t: x[t], states) for t in range(end + 2)]
+    except NotImplementedError:
+        actions = traj.action[: end + 1, 0]
+        states = replay(agent.env, agent.env_params, key, actions, c.eval_envs)
     jaxsim.render_gif(agent.env, states, path, params=agent.env_params, scale=scale)
     return float(traj.episode_return[end, 0])
+
+
+def replay(env, params, key, actions, num_envs: int) -> list:
+    """Environment 0's states through `actions` [T, ...] in a rollout of `num_envs` from `key`:
+    its first state (the rollout's, `jaxsim.initial_state`) and one per step, the terminal one
+    last. For deterministic dynamics these are the states that rollout stepped through."""
+    start = jaxsim.initial_state(env, key, num_envs, params).env_state
+    axes = env.params_axes(params, num_envs, owner="play")
+    params = jax.tree.map(lambda a, x: x if a is None else x[0], axes, params, is_leaf=_is_none)
+
+    def step(state, action):
+        state, _ = env.step(key, state, action, params)
+        return state, state
+
+    first = jax.tree.map(lambda x: x[0], start)
+    _, later = jax.jit(lambda s, a: jax.lax.scan(step, s, a))(first, actions)
+    return [first] + [jax.tree.map(lambda x, t=t: x[t], later) for t in range(len(actions))]
+
+
+def _is_none(x) -> bool:
+    return x is None
 
 
 def try_film_episode(agent, runner, seed, num_seeds, path, **kwargs) -> str | None:
@@ -99,6 +130,8 @@ def main(argv: list[str] | None = None) -> dict:
     """Runs the command; returns {"returns": [num_seeds, episodes], "mean_return", "gif"}."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.gif is not None and args.no_gif:
+        parser.error("--gif and --no-gif: give one")
     ckpt_path = os.path.join(args.run, "checkpoint.msgpack")
     if not os.path.isfile(ckpt_path):
         parser.error(f"{args.run}: no checkpoint.msgpack there (train with python -m agents.train)")
@@ -106,6 +139,9 @@ def main(argv: list[str] | None = None) -> dict:
         ckpt = load_checkpoint(ckpt_path)
     except ValueError as e:
         parser.error(str(e))
+    # An explicit --gif is a request, refused before any work where it cannot be met.
+    if args.gif is not None and not ckpt.env.renderable:
+        parser.error(f"--gif {args.gif}: {ckpt.env.id} cannot draw itself; use --no-gif")
     runner, num_seeds = ckpt.runner, ckpt.meta["num_seeds"]
     if num_seeds is None:  # a single run's checkpoint: give it the seed axis
         runner, num_seeds = jax.tree.map(lambda x: x[None], runner), 1
@@ -136,9 +172,12 @@ def main(argv: list[str] | None = None) -> dict:
     gif = None
     if not args.no_gif:
         gif = args.gif or os.path.join(args.run, "episode.gif")
-        gif = try_film_episode(
+        # The default GIF is skipped with a line where it cannot be drawn; an explicit one raises.
+        film = film_episode if args.gif else try_film_episode
+        filmed = film(
             agent, runner, seed, num_seeds, gif, seed_index=args.seed_index, scale=args.scale
         )
+        gif = gif if args.gif else filmed
         if gif:
             print(f"{name} wrote {gif} (seed {args.seed_index}, episode 0)")
     return {"returns": returns, "mean_return": float(per_seed.mean()), "gif": gif}

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxsim import params as params_lib
-from jaxsim import rng
+from jaxsim import rendering, rng
 from jaxsim.spaces import Space
 from jaxsim.transition import ResetDraws, env_transition, stack_obs
 
@@ -253,12 +253,32 @@ class Env(Generic[State, Params]):
                 f"(use env.default_params), got {type(params).__name__}"
             )
 
+    # -- drawing (`jaxsim.rendering`): a drawable environment overrides `draw` -----------------
+    # Gymnasium's `metadata["render_fps"]` for a drawable environment: how fast a GIF plays.
+    render_fps: ClassVar[int | None] = None
+
+    @property
+    def renderable(self) -> bool:
+        """Whether this environment draws itself (`render`, `render_gif`, `render_mode`)."""
+        return type(self).draw is not Env.draw
+
+    def draw(self, state: State, params: Params):
+        """Hook: one environment's state as a uint8 numpy array [height, width, 3].
+
+        `render` calls it with a checked, concrete state and params whose scalar leaves are
+        Python numbers and every float finite; draw with `jaxsim.rendering.Canvas`.
+        """
+        raise NotImplementedError(f"{self.id}: this environment cannot draw itself")
+
+    def state_from_obs(self, obs):
+        """Hook: the states numpy observations [..., obs_dim] show (leaves [...]), where the
+        observation determines the state, so a `Trajectory` can be animated; else raises."""
+        raise NotImplementedError(f"{self.id}: the observation does not determine the state")
+
     def render(self, state: State, params: Params | None = None):
         """One environment's state drawn as Gymnasium's `rgb_array` would: a uint8 numpy array
         [height, width, 3], on the host, never under jit (`jaxsim.rendering.render_frame`)."""
-        from jaxsim.rendering import render_frame
-
-        return render_frame(self, state, params)
+        return rendering.render_frame(self, state, params)
 
     def _key(self):
         return type(self), self._config_overrides, self._overrides_key()

@@ -163,7 +163,13 @@ class JaxsimEnv(gymnasium.Env):
             )
         self.render_mode = render_mode
         self.jax_env = envs.make(jaxsim_id(env_id), **kwargs)
-        self.metadata = {**self.metadata, "render_fps": default_fps(self.jax_env)}
+        if render_mode is not None and not self.jax_env.renderable:
+            raise ValueError(
+                f"jaxsim/{env_id}: render_mode={render_mode!r} refused: this environment cannot "
+                "draw itself (no Env.draw); make it with render_mode=None"
+            )
+        modes = ["rgb_array"] if self.jax_env.renderable else []
+        self.metadata = {"render_modes": modes, "render_fps": default_fps(self.jax_env)}
         self.params = self.jax_env.default_params
         self._space = self.jax_env.action_space(self.params)
         self.observation_space = gymnasium_space(self.jax_env.observation_space(self.params))

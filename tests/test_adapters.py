@@ -113,6 +113,83 @@ def test_gymnax_params_are_declared_and_vary_per_environment():
     assert np.unique(np.asarray(out.final_state.episode_params["gravity"])).size == 3
 
 
+def test_gymnax_derived_constants_follow_their_inputs():
+    """gymnax's CartPole stores total_mass and polemass_length beside masspole and length: they
+    are recomputed from them, so overriding or randomising an input keeps the physics right."""
+    gymnax = _gymnax()
+    from jaxsim.envs.gymnax_adapter import DERIVED
+
+    genv, gparams = gymnax.make("CartPole-v1")
+    env = jaxsim.make("gymnax/CartPole-v1", masspole=0.5, length=0.8)
+    for name in DERIVED["CartPole-v1"]:
+        assert not hasattr(env.default_params, name)
+        with pytest.raises(TypeError, match=name):
+            jaxsim.make("gymnax/CartPole-v1", **{name: 2.0})
+    consistent = gparams.replace(masspole=0.5, length=0.8, total_mass=1.5, polemass_length=0.4)
+    state, _ = jax.jit(env.reset)(KEY, env.default_params)
+    state = state.replace(inner=state.inner.replace(theta=jnp.float32(0.1), theta_dot=1.0))
+    step = jax.jit(env.step)
+    _, ts = step(KEY, state, jnp.int32(1), env.default_params)
+    expected = jax.jit(genv.step_env)(KEY, state.inner, 1, consistent)[0]
+    _assert_close(ts.obs, expected)
+    stale = jax.jit(genv.step_env)(KEY, state.inner, 1, gparams.replace(masspole=0.5, length=0.8))
+    assert np.abs(np.asarray(stale[0]) - np.asarray(expected)).max() > 1e-3  # it matters
+    # Per environment (domain randomisation): each environment's own derived values.
+    params = env.default_params.replace(masspole=jnp.array([0.1, 0.5]))
+    states = jax.tree.map(lambda x: jnp.stack([x, x]), state)
+    axes = env.params_axes(params, 2)  # masspole per environment, the rest shared
+    batched = jax.vmap(env.step, (None, 0, None, axes))(KEY, states, jnp.int32(1), params)[1]
+    _assert_close(batched.obs[1], expected)
+    default = jax.jit(genv.step_env)(
+        KEY, state.inner, 1, gparams.replace(length=0.8, polemass_length=0.08)
+    )
+    _assert_close(batched.obs[0], default[0])
+
+
+def test_every_served_gymnax_id_traces_a_rollout():
+    """Tracing only (no compile): spaces, reset and step of every id gymnax lists and jaxsim
+    serves work inside the rollout's trace (PointRobot, Reacher and Swimmer did not)."""
+    _gymnax()
+    from jaxsim.envs import gymnax_adapter
+
+    for name in gymnax_adapter.available():
+        env = jaxsim.make(f"gymnax/{name}")
+        shape = jax.eval_shape(
+            lambda key, env=env: jaxsim.rollout(env, "random", 2, num_envs=2, key=key).obs, KEY
+        ).shape
+        assert shape == (2, 2, *env.observation_space(env.default_params).shape), name
+
+
+@pytest.mark.slow
+def test_the_ids_whose_spaces_were_traced_run():
+    """Compiled and run, the three that failed; every id compiled takes ~5 min on 2 busy cores,
+    so the suite traces them all (above) and runs these."""
+    _gymnax()
+    for name in ("PointRobot-misc", "Reacher-misc", "Swimmer-misc"):
+        env = jaxsim.make(f"gymnax/{name}")
+        out = jaxsim.rollout(env, "random", 3, num_envs=2, key=KEY)  # one compile
+        assert np.isfinite(np.asarray(out.reward)).all(), name
+        assert env.observation_space(env.default_params).shape == out.obs.shape[2:]
+
+
+def test_ids_that_cannot_run_are_refused_by_name_with_the_reason():
+    _gymnax()
+    from jaxsim.envs import gymnax_adapter
+
+    assert "MNISTBandit-bsuite" not in gymnax_adapter.available()
+    with pytest.raises(ValueError, match="MNISTBandit-bsuite.*not served.*downloads"):
+        jaxsim.make("gymnax/MNISTBandit-bsuite")
+    with pytest.raises(ValueError, match="ids served are .*'PointRobot-misc'") as info:
+        jaxsim.make("gymnax/NoSuchGame")
+    assert "MNISTBandit" not in str(info.value)
+    _brax_envs()
+    from jaxsim.envs import brax_adapter
+
+    assert "fast" not in brax_adapter.available() and "ant" in brax_adapter.available()
+    with pytest.raises(ValueError, match="brax/fast.*not served.*no physics system"):
+        jaxsim.make("brax/fast")
+
+
 # ------------------------------------------------------------------------------ brax parity
 @pytest.mark.parametrize("name", BRAX_NAMES)
 def test_brax_transition_equals_brax_step(name):

@@ -12,6 +12,8 @@ brax's own `reset` and `step` run untouched; jaxsim owns the time limit and auto
   that can vary per environment: brax keeps its physical constants in the system description
   (`env.sys`), not in a params pytree.
 - Flags: `terminated` is brax's `done` (e.g. Ant falling); `truncated` is jaxsim's time limit.
+- Names: every brax name but those in `REFUSED` (named with the reason); `available()` lists
+  them.
 - Spaces: actions in the actuators' control range (brax's `sys.actuator.ctrl_range`), as given:
   brax does not clip them; observations float32[observation_size], unbounded.
 """
@@ -27,6 +29,11 @@ from jaxsim.envs.adapters import StateStepEnv
 PREFIX = "brax"
 BACKENDS = ("generalized", "positional", "spring", "mjx")
 EPISODE_LENGTH = 1000  # brax's training default
+# brax names jaxsim does not serve, and why.
+REFUSED = {
+    "fast": "brax's test double for its training code: it has no physics system (no `sys`, "
+    "no actuators) to simulate",
+}
 
 
 class BraxEnv(StateStepEnv):
@@ -54,14 +61,22 @@ def _brax_envs(env_id: str) -> dict:
     return envs._envs  # brax's registry dict (it has no public listing)
 
 
+def available() -> list[str]:
+    """The brax names `jaxsim.make("brax/<name>")` serves: brax's, less `REFUSED`."""
+    return sorted(set(_brax_envs(f"{PREFIX}/<name>")) - set(REFUSED))
+
+
 @functools.cache
 def env_class(name: str) -> type[BraxEnv]:
     """The jaxsim class wrapping brax's `name`, its static config read off the constructor."""
     env_id = f"{PREFIX}/{name}"
+    if name in REFUSED:
+        raise ValueError(f"make: {env_id!r} is not served: {REFUSED[name]}")
     registry = _brax_envs(env_id)
     if name not in registry:
         raise ValueError(
-            f"make: unknown brax name {name!r} in {env_id!r}; brax has {sorted(registry)}"
+            f"make: unknown brax name {name!r} in {env_id!r}; the brax names served are "
+            f"{available()}"
         )
     config_fields, params_fields = {}, {}
     for arg in inspect.signature(registry[name].__init__).parameters.values():

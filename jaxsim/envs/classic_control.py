@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+import jaxsim.envs.classic_control_drawing as drawing
 from jaxsim.core import Env
 from jaxsim.params import field
 from jaxsim.spaces import Box, Discrete
@@ -72,6 +73,7 @@ class CartPole(Env[CartPoleState, CartPoleParams]):
     params_type = CartPoleParams
     state_type = CartPoleState
     num_reset_uniforms = 4
+    render_fps, draw, state_from_obs = 50, drawing.draw_cartpole, drawing.cartpole_state
 
     def init_state(self, u, params):
         b = params.reset_bound
@@ -144,6 +146,7 @@ class Pendulum(Env[PendulumState, PendulumParams]):
     params_type = PendulumParams
     state_type = PendulumState
     num_reset_uniforms = 2
+    render_fps, draw, state_from_obs = 30, drawing.draw_pendulum, drawing.pendulum_state
 
     def init_state(self, u, p):
         theta = _between(u[0], -p.reset_theta, p.reset_theta)
@@ -191,6 +194,7 @@ def _mountain_car_move(s, velocity, p):
 class _MountainCarBase(Env):
     state_type = MountainCarState
     num_reset_uniforms = 1
+    render_fps, draw, state_from_obs = 30, drawing.draw_mountain_car, drawing.mountain_car_state
 
     def init_state(self, u, p):
         position = _between(u[0], p.reset_low, p.reset_high)
@@ -346,6 +350,7 @@ class Acrobot(Env[AcrobotState, AcrobotParams]):
     params_type = AcrobotParams
     state_type = AcrobotState
     num_reset_uniforms = 4
+    render_fps, draw, state_from_obs = 15, drawing.draw_acrobot, drawing.acrobot_state
 
     def init_state(self, u, p):
         b = p.reset_bound

@@ -7,25 +7,45 @@ auto-reset (gymnax's `step` wrapper, which resets inside every step, is not used
   (so it can be overridden in `make`, be drawn per environment with `jaxsim.uniform_params`, or
   vary per episode), and gymnax's `max_steps_in_episode` becomes `max_episode_steps`. Array
   fields (Acrobot's `available_torque`, DiscountingChain's `reward_timestep`) keep gymnax's
-  defaults.
+  defaults. Fields gymnax stores beside their inputs (CartPole's `total_mass`,
+  `polemass_length`; `DERIVED`) are not params: they are recomputed from their inputs at every
+  step, so overriding or randomising `masspole` or `length` moves them too.
+- Ids: every gymnax id but those in `REFUSED` (named with the reason); `available()` lists them.
 - Flags: `terminated` is gymnax's natural termination (`step_env`'s done); `truncated` is the
   time limit, as gymnax's `is_truncated` computes it. `next_obs` is the terminal observation.
 - Randomness: resets take counter-based keys; stochastic dynamics take the rollout's step keys.
-- Spaces: gymnax's Discrete and Box become jaxsim's; a Discrete observation (FrozenLake) is a
-  float32 scalar Box [0, n - 1]. Observations are float32.
+- Spaces: gymnax's Discrete and Box become jaxsim's, computed once from gymnax's default
+  params, outside any trace (a rollout asks for them while tracing); a Discrete observation
+  (FrozenLake) is a float32 scalar Box [0, n - 1]. Observations are float32.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import ClassVar
 
+import jax
 import jax.numpy as jnp
 
 from jaxsim.envs import adapters
 from jaxsim.envs.adapters import AdapterEnv, AdapterState
 
 PREFIX = "gymnax"
+# EnvParams fields that gymnax keeps beside the fields they are computed from: id -> field ->
+# its formula over the params (jaxsim's or gymnax's, any object with the input fields).
+DERIVED = {
+    "CartPole-v1": {
+        "total_mass": lambda p: p.masscart + p.masspole,
+        "polemass_length": lambda p: p.masspole * p.length,
+    },
+}
+# gymnax ids jaxsim does not serve, and why.
+REFUSED = {
+    "MNISTBandit-bsuite": (
+        "gymnax downloads the MNIST data set from the internet when it builds this environment"
+    ),
+}
 
 
 class GymnaxEnv(AdapterEnv):
@@ -35,10 +55,15 @@ class GymnaxEnv(AdapterEnv):
     stochastic = True
     _gymnax_env = None  # the gymnax environment object (stateless)
     _gymnax_params = None  # its default EnvParams: the values of the fields not exposed
+    _derived: ClassVar[dict] = {}  # field -> formula (`DERIVED`)
+    _spaces = None  # (observation, action) spaces, concrete
 
     def _inner_params(self, params):
         exposed = {s: getattr(params, s) for s in self._exposed}
-        return self._gymnax_params.replace(**exposed, max_steps_in_episode=params.max_episode_steps)
+        derived = {name: formula(params) for name, formula in self._derived.items()}
+        return self._gymnax_params.replace(
+            **exposed, **derived, max_steps_in_episode=params.max_episode_steps
+        )
 
     def init_state(self, key, params) -> AdapterState:
         obs, inner = self._gymnax_env.reset_env(key, self._inner_params(params))
@@ -52,10 +77,10 @@ class GymnaxEnv(AdapterEnv):
         return next_state, reward, terminated
 
     def observation_space(self, params):
-        return _space(self._gymnax_env.observation_space(self._gymnax_params), obs=True)
+        return self._spaces[0]
 
     def action_space(self, params):
-        return _space(self._gymnax_env.action_space(self._gymnax_params), obs=False)
+        return self._spaces[1]
 
 
 def _space(space, obs: bool):
@@ -70,22 +95,43 @@ def _space(space, obs: bool):
     raise TypeError(f"gymnax adapter: a {kind} {role} space is not supported (Discrete, Box are)")
 
 
+def available() -> list[str]:
+    """The gymnax ids `jaxsim.make("gymnax/<id>")` serves: gymnax's, less `REFUSED`."""
+    gymnax = adapters.import_library("gymnax", f"{PREFIX}/<id>", PREFIX)
+    return sorted(set(gymnax.registered_envs) - set(REFUSED))
+
+
 @functools.cache
 def env_class(name: str) -> type[GymnaxEnv]:
     """The jaxsim class wrapping gymnax's `name` (one per id, so equal envs hash equal)."""
     env_id = f"{PREFIX}/{name}"
+    if name in REFUSED:
+        raise ValueError(f"make: {env_id!r} is not served: {REFUSED[name]}")
     gymnax = adapters.import_library("gymnax", env_id, PREFIX)
     if name not in gymnax.registered_envs:
         raise ValueError(
-            f"make: unknown gymnax id {name!r} in {env_id!r}; gymnax has "
-            f"{sorted(gymnax.registered_envs)}"
+            f"make: unknown gymnax id {name!r} in {env_id!r}; the gymnax ids served are "
+            f"{available()}"
         )
     gymnax_env, gymnax_params = gymnax.make(name)
+    derived = DERIVED.get(name, {})
+    for field_name, formula in derived.items():  # a guard against a gymnax that changed them
+        default, computed = getattr(gymnax_params, field_name), formula(gymnax_params)
+        if abs(float(default) - float(computed)) > 1e-6 * max(1.0, abs(float(default))):
+            raise RuntimeError(
+                f"{env_id}: gymnax's default {field_name}={default} is not what jaxsim derives "
+                f"({computed}); this gymnax version changed it: update DERIVED"
+            )
+    with jax.ensure_compile_time_eval():  # concrete even if make is called while tracing
+        spaces = (
+            _space(gymnax_env.observation_space(gymnax_params), obs=True),
+            _space(gymnax_env.action_space(gymnax_params), obs=False),
+        )
     fields, exposed = {}, []
     for f in dataclasses.fields(gymnax_params):
         value = getattr(gymnax_params, f.name)
         kind = adapters.scalar_kind(value)
-        if f.name == "max_steps_in_episode" or kind is None:
+        if f.name == "max_steps_in_episode" or f.name in derived or kind is None:
             continue
         default = value.item() if hasattr(value, "item") else value
         fields[f.name] = (kind, default, f"gymnax {name} EnvParams.{f.name}", {})
@@ -99,6 +145,8 @@ def env_class(name: str) -> type[GymnaxEnv]:
         _gymnax_env=gymnax_env,
         _gymnax_params=gymnax_params,
         _exposed=tuple(exposed),
+        _derived=derived,
+        _spaces=spaces,
     )
 
 

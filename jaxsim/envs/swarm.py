@@ -41,6 +41,7 @@ from flax import struct
 
 from jaxsim.core import Env
 from jaxsim.params import field
+from jaxsim.rendering import Canvas
 from jaxsim.spaces import Box
 
 _F32_MAX = float(np.finfo(np.float32).max)
@@ -167,6 +168,25 @@ class Swarm(Env[SwarmState, SwarmParams]):
             std_vx,
             std_vy,
         )
+
+    # One frame per step of dt = 0.05 s.
+    render_fps = 20
+
+    def draw(self, state, params) -> np.ndarray:
+        """The arena [-arena, arena]^2 seen from above: each particle a blue dot whose area
+        grows with its mass, the goal a red dot (500x500 pixels)."""
+        dim = 500
+        scale = dim / (2 * params.arena)
+        canvas = Canvas(dim, dim)
+        # float64: a far-away (finite) float32 particle would overflow float32 arithmetic.
+        x, y, mass = (np.ravel(np.asarray(v, np.float64)) for v in (state.x, state.y, state.mass))
+        radius = 3.0 * np.sqrt(mass / params.mass_high) + 1.0
+        x, y = (x + params.arena) * scale, (y + params.arena) * scale
+        for px, py, r in zip(x, y, radius, strict=True):
+            canvas.circle(px, py, r, (31, 119, 180))
+        goal_x, goal_y = ((g + params.arena) * scale for g in (params.goal_x, params.goal_y))
+        canvas.circle(goal_x, goal_y, 6, (214, 39, 40))
+        return canvas.array()
 
     def observation_space(self, params):
         low = [-_F32_MAX] * 4 + [0.0] * 4
