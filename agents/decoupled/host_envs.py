@@ -27,6 +27,16 @@ def is_host_id(env_id: str) -> bool:
     return isinstance(env_id, str) and env_id.startswith(PREFIXES)
 
 
+def env_argument(argv: list[str]) -> str | None:
+    """The value of `--env` in a command line, if given (how `agents.train` picks this mode)."""
+    for i, arg in enumerate(argv):
+        if arg == "--env" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--env="):
+            return arg.removeprefix("--env=")
+    return None
+
+
 @dataclasses.dataclass
 class StepRows:
     """What one `recv` returns: rows of some environments of the pool ([R] leading axis).
