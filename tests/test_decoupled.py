@@ -1,4 +1,4 @@
-"""The decoupled (actor-learner) mode on host simulators: schedules, V-trace, failures, the command."""
+"""The decoupled (actor-learner) mode on host simulators: schedules, V-trace, failures, CLI."""
 
 import importlib.util
 import json
@@ -66,9 +66,13 @@ def _leaves(state):
 def test_reproducible_schedule_is_bitwise_repeatable(learner):
     a, b = _run(learner, seed=0), _run(learner, seed=0)
     assert int(a.state.update) == TINY.num_updates
-    assert all(np.array_equal(x, y) for x, y in zip(_leaves(a.state), _leaves(b.state)))
+    assert all(
+        np.array_equal(x, y) for x, y in zip(_leaves(a.state), _leaves(b.state), strict=True)
+    )
     c = _run(learner, seed=1)
-    assert not all(np.array_equal(x, y) for x, y in zip(_leaves(a.state), _leaves(c.state)))
+    assert not all(
+        np.array_equal(x, y) for x, y in zip(_leaves(a.state), _leaves(c.state), strict=True)
+    )
     threads = {r["thread"] for r in a.profile}
     assert threads == {"learner", "actor-0", "actor-1"}
     assert "learn" in a.profile[0]["phases_s"] and "policy" in a.profile[1]["phases_s"]
