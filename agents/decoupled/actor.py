@@ -33,6 +33,11 @@ class PhaseTimer:
         self.seconds: dict[str, float] = collections.defaultdict(float)
         self.t0 = time.perf_counter()
 
+    def restart(self) -> None:
+        """Forget what was timed so far (compilation, start-up): the profile starts now."""
+        self.seconds = collections.defaultdict(float)
+        self.t0 = time.perf_counter()
+
     def add(self, phase: str, since: float) -> float:
         now = time.perf_counter()
         self.seconds[phase] += now - since

@@ -167,13 +167,15 @@ def run_decoupled(
     num_updates: int,
     on_update: Callable[[LearnerState, UpdateReport], None] | None = None,
     pool_factory: Callable[[int, int, int], HostPool] | None = None,
+    profile_after: int = 0,
 ) -> RunResult:
     """Runs `state` to `num_updates` updates with `dc.actors` actor threads.
 
     Returns when done, or when Ctrl-C / SIGTERM arrives (`interrupted` says which; `state` is
     the last whole update's). An actor's exception stops every thread and is raised here as
     ActorFailed with the actor's traceback. `pool_factory(actor, num_envs, seed)` makes an
-    actor's pool (default: `make_pool` of `dc.env_id`).
+    actor's pool (default: `make_pool` of `dc.env_id`). The profile counts from the end of
+    update `start + profile_after` on (0: from the start, compilation included).
     """
     config = learner.config
     dc.check(config)
@@ -245,6 +247,10 @@ def run_decoupled(
                 t = timer.add("learn", t)
                 store.publish(update + 1, learner.acting(state))
                 times.append(time.perf_counter())
+                if profile_after and update + 1 == start + profile_after:
+                    for thread_timer in (timer, *(a.timer for a in actors)):
+                        thread_timer.restart()
+                    t = time.perf_counter()
                 if on_update is not None:
                     report = UpdateReport(
                         update=update + 1,

@@ -192,7 +192,9 @@ def main(argv: list[str] | None = None) -> dict:
         if args.checkpoint_every and u % args.checkpoint_every == 0:
             save(state)
 
-    result = run_decoupled(learner, dc, state, config.num_updates, on_update)
+    # The profile leaves out the first two updates (compiling the update and the policy).
+    skip = 2 if config.num_updates - int(state.update) > 2 else 0
+    result = run_decoupled(learner, dc, state, config.num_updates, on_update, profile_after=skip)
     save(result.state)
     if result.interrupted is not None:
         print(
