@@ -213,13 +213,13 @@ def test_command_interrupt_checkpoint_and_resume(tmp_path, monkeypatch):
 
     real = decoupled_train.run_decoupled
 
-    def interrupted_at_2(learner, dc, state, n, on_update):
+    def interrupted_at_2(learner, dc, state, n, on_update, **kw):
         def hook(state, report):
             on_update(state, report)
             if report.update == 2:
                 raise KeyboardInterrupt
 
-        return real(learner, dc, state, n, hook)
+        return real(learner, dc, state, n, hook, **kw)
 
     monkeypatch.setattr(decoupled_train, "run_decoupled", interrupted_at_2)
     with pytest.raises(SystemExit) as stop:

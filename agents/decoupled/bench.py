@@ -53,6 +53,7 @@ def measure_decoupled(
     warmup: int = 3,
     repeats: int = 3,
     seed: int = 0,
+    envpool_threads: int = 0,
 ) -> dict:
     """Env-steps/s of each arrangement on each env, medians of `repeats`, and their ratios.
 
@@ -87,7 +88,9 @@ def measure_decoupled(
                 n_actors = n_actors or actors
                 name = f"{schedule}-{n_actors}actor"
                 learner = learners[schedule == "free"]
-                dc = DecoupledConfig(env_id, schedule, n_actors, seed=seed)
+                dc = DecoupledConfig(
+                    env_id, schedule, n_actors, seed=seed, envpool_threads=envpool_threads
+                )
                 state = learner.init(jax.random.key(seed))
                 result = run_decoupled(learner, dc, state, updates, profile_after=warmup)
                 runs.setdefault(name, []).append(_throughput(config, result.update_times, warmup))
@@ -110,6 +113,8 @@ def measure_decoupled(
         "updates": updates,
         "warmup": warmup,
         "repeats": repeats,
+        "envpool_threads": envpool_threads,
+        "xla_flags": os.environ.get("XLA_FLAGS"),
         "load_average_before": load_before,
         "load_average_after": os.getloadavg(),
         "cpus": os.cpu_count(),
@@ -141,6 +146,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--num-steps", type=int, default=64)
     p.add_argument("--update-epochs", type=int, default=10)
     p.add_argument("--num-minibatches", type=int, default=4)
+    p.add_argument("--envpool-threads", type=int, default=0, help="per pool (0: EnvPool's)")
     p.add_argument("--out", default=None, help="write the JSON record here")
     args = p.parse_args(argv)
     config = PPOConfig(
@@ -151,7 +157,13 @@ def main(argv: list[str] | None = None) -> dict:
         num_minibatches=args.num_minibatches,
     )
     record = measure_decoupled(
-        args.env, config, args.actors, args.updates, args.warmup, args.repeats
+        args.env,
+        config,
+        args.actors,
+        args.updates,
+        args.warmup,
+        args.repeats,
+        envpool_threads=args.envpool_threads,
     )
     record["command"] = " ".join(["python -m agents.decoupled.bench", *(argv or sys.argv[1:])])
     for env_id, r in record["envs"].items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import math
 
@@ -122,6 +123,15 @@ class HostPool:
         )
 
 
+def _make_gymnasium_env(name: str):
+    # Module-level (picklable) and registering MinAtar itself: spawned workers import afresh.
+    import gymnasium
+
+    if name.startswith("MinAtar/") and name not in gymnasium.registry:
+        importlib.import_module("minatar.gym").register_envs()
+    return gymnasium.make(name)
+
+
 class GymnasiumPool(HostPool):
     """A Gymnasium vector env in same-step auto-reset mode (`info["final_obs"]`), stepped in
     this thread (`SyncVectorEnv`) or in worker processes (`vectorization="async"`)."""
@@ -138,8 +148,11 @@ class GymnasiumPool(HostPool):
         if vectorization not in ("sync", "async"):
             raise ValueError(f"vectorization must be 'sync' or 'async', got {vectorization!r}")
         mode = gym.vector.AutoresetMode.SAME_STEP
-        make = gym.vector.SyncVectorEnv if vectorization == "sync" else gym.vector.AsyncVectorEnv
-        self.env = make([lambda: gym.make(name)] * num_envs, autoreset_mode=mode)
+        fns = [functools.partial(_make_gymnasium_env, name)] * num_envs
+        if vectorization == "sync":
+            self.env = gym.vector.SyncVectorEnv(fns, autoreset_mode=mode)
+        else:  # spawned workers: forking a process that runs JAX's threads can deadlock
+            self.env = gym.vector.AsyncVectorEnv(fns, autoreset_mode=mode, context="spawn")
         self.env_id, self.num_envs, self.seed = env_id, num_envs, seed
         self.observation_space = _jaxsim_space(self.env.single_observation_space, env_id)
         self.action_space = _jaxsim_space(self.env.single_action_space, env_id)
@@ -173,7 +186,14 @@ class EnvPoolPool(HostPool):
     gives same-step auto-reset. Asynchronous otherwise: EnvPool resets a finished environment
     on its next step instead, and that row is marked `transition=False`."""
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, batch_size: int | None = None):
+    def __init__(
+        self,
+        env_id: str,
+        num_envs: int,
+        seed: int,
+        batch_size: int | None = None,
+        num_threads: int = 0,
+    ):
         envpool = _import("envpool", env_id)
         task = env_id.removeprefix("envpool/")
         if task not in envpool.list_all_envs():
@@ -183,7 +203,12 @@ class EnvPoolPool(HostPool):
             raise ValueError(f"batch_size must be in [1, num_envs={num_envs}], got {batch_size}")
         try:
             self.env = envpool.make(
-                task, env_type="gymnasium", num_envs=num_envs, batch_size=batch_size, seed=seed
+                task,
+                env_type="gymnasium",
+                num_envs=num_envs,
+                batch_size=batch_size,
+                seed=seed,
+                num_threads=num_threads,
             )
         except Exception as e:  # a missing ROM or asset surfaces here, as EnvPool's own error
             raise MissingDependency(
@@ -240,11 +265,13 @@ def make_pool(
     seed: int,
     envpool_batch_size: int | None = None,
     vectorization: str = "sync",
+    envpool_threads: int = 0,
 ) -> HostPool:
     """A pool of `num_envs` environments of the host id `env_id`, seeded from `seed`.
 
     Raises ValueError for an id outside PREFIXES or unknown to its simulator, and
     MissingDependency (naming the `decoupled` extra) when the simulator is not installed.
+    `envpool_threads`: EnvPool's worker threads per pool (0: EnvPool's default, one per core).
     """
     if not is_host_id(env_id):
         raise ValueError(
@@ -253,5 +280,5 @@ def make_pool(
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
         raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
     if env_id.startswith("envpool/"):
-        return EnvPoolPool(env_id, num_envs, seed, envpool_batch_size)
+        return EnvPoolPool(env_id, num_envs, seed, envpool_batch_size, envpool_threads)
     return GymnasiumPool(env_id, num_envs, seed, vectorization)

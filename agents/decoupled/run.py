@@ -54,6 +54,7 @@ class DecoupledConfig:
     queue_size: int = 1  # segments an actor may have finished ahead of the learner
     envpool_batch_size: int | None = None  # per actor; < its envs: asynchronous (free only)
     vectorization: str = "sync"  # Gymnasium pools: "sync" (in the thread) or "async" (processes)
+    envpool_threads: int = 0  # EnvPool worker threads per actor's pool (0: one per core)
     seed: int = 0
 
     def check(self, ppo: PPOConfig) -> None:
@@ -185,7 +186,9 @@ def run_decoupled(
     if pool_factory is None:
 
         def pool_factory(actor, n, seed):
-            return make_pool(dc.env_id, n, seed, dc.envpool_batch_size, dc.vectorization)
+            return make_pool(
+                dc.env_id, n, seed, dc.envpool_batch_size, dc.vectorization, dc.envpool_threads
+            )
 
     stop = threading.Event()
     store = ParamStore(stop)
