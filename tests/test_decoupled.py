@@ -78,6 +78,19 @@ def test_reproducible_schedule_is_bitwise_repeatable(learner):
     assert "learn" in a.profile[0]["phases_s"] and "policy" in a.profile[1]["phases_s"]
 
 
+@needs_envpool
+def test_reproducible_schedule_on_envpool_is_bitwise_repeatable(learner):
+    # EnvPool's CartPole has Gymnasium's spaces: the same learner (and compiled update) serves.
+    dc = DecoupledConfig("envpool/CartPole-v1", actors=2, seed=3)
+    a, b = (
+        run_decoupled(learner, dc, learner.init(jax.random.key(3)), TINY.num_updates)
+        for _ in range(2)
+    )
+    assert all(
+        np.array_equal(x, y) for x, y in zip(_leaves(a.state), _leaves(b.state), strict=True)
+    )
+
+
 def test_schedules_lag_as_documented(learner):
     lags = {}
     for schedule in ("sync", "reproducible"):

@@ -112,6 +112,12 @@ class HostPool:
     def _rows(self, ids, obs, reward, term, trunc, final_obs, transition=True) -> StepRows:
         obs = np.asarray(obs, np.float32)
         n = len(ids)
+        if not self.asynchronous and n > 1 and np.any(np.diff(ids) < 0):
+            # Synchronous rows in env order: the policy draws each row's action by its position,
+            # so a pool that returns them in completion order would make runs irreproducible.
+            order = np.argsort(ids, kind="stable")
+            ids, obs, final_obs = np.asarray(ids)[order], obs[order], np.asarray(final_obs)[order]
+            reward, term, trunc = (np.asarray(x).reshape(n)[order] for x in (reward, term, trunc))
         return StepRows(
             env_ids=np.asarray(ids, np.int32),
             obs=obs,
