@@ -44,20 +44,27 @@ def make_actor_critic(
     `params` is `{"actor": Layers, "critic": Layers}`, plus `"log_std": [action_dim]` for Box.
     """
     env_params = env.default_params if env_params is None else env_params
-    obs_space = env.observation_space(env_params)
+    obs_space, space = env.observation_space(env_params), env.action_space(env_params)
+    return actor_critic_init(obs_space, space, hidden, init_log_std, env.id)
+
+
+def actor_critic_init(
+    obs_space, space, hidden: Sequence[int], init_log_std: float, env_name: str
+) -> Callable[[jax.Array], dict[str, Any]]:
+    """`make_actor_critic` from the spaces alone (`env_name` is for errors): what a learner of
+    an environment outside JAX (`agents.decoupled`) builds its networks with."""
     if not isinstance(obs_space, jaxsim.Box):
         raise ValueError(
-            f"PPO: {env.id} has observation space {obs_space}; the MLP actor-critic needs a Box "
-            "(of any shape: it is flattened)"
+            f"PPO: {env_name} has observation space {obs_space}; the MLP actor-critic needs a "
+            "Box (of any shape: it is flattened)"
         )
-    space = env.action_space(env_params)
     if isinstance(space, jaxsim.Discrete):
         action_dim = space.n
     elif isinstance(space, jaxsim.Box) and len(space.shape) == 1:
         action_dim = space.shape[0]
     else:
         raise ValueError(
-            f"PPO: {env.id} has action space {space}; the actor-critic serves Discrete spaces "
+            f"PPO: {env_name} has action space {space}; the actor-critic serves Discrete spaces "
             "and Box spaces of rank 1"
         )
     obs_dim, hidden = math.prod(obs_space.shape), tuple(hidden)

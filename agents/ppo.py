@@ -26,7 +26,7 @@ from agents.config import (
     check_positive_ints,
     config_field,
 )
-from agents.networks import make_actor_critic, to_policy
+from agents.networks import actor_critic_init, to_policy
 from agents.normalizers import observation_normalizer, reward_scaler
 from agents.structs import Batch, LossInfo, Metrics, RunnerState, TrainState
 
@@ -123,21 +123,24 @@ def _validate(c: PPOConfig) -> None:
             c.fail(f"{name} must be >= 0, got {getattr(c, name)!r}")
 
 
-class PPO(Agent):
-    """PPO on one jaxsim environment: `init(key)`, `update(runner)`, `run(runner, n)`, `evaluate`.
+class PPOLearner:
+    """PPO's learning half, apart from any environment: networks, optimiser, normalisers and
+    `learn` (GAE, then epochs of minibatch steps on one batch of transitions).
 
-    See `agents.agent.Agent` for what every agent shares (the run loop, progress, evaluation).
+    `PPO` is one (its rollouts come from `jaxsim.rollout`); `agents.decoupled` runs the same
+    `learn` on segments that actor threads collect from host simulators.
     """
 
-    name = "ppo"
-    config_type = PPOConfig
+    config: PPOConfig
 
-    def setup(self) -> None:
-        config, env = self.config, self.env
-        self.init_params = make_actor_critic(
-            env, self.env_params, config.hidden, config.init_log_std
+    def setup_learning(self, obs_space, action_space, env_name: str) -> None:
+        """Builds the networks' init, the normalisers and the optimiser for these spaces
+        (`jaxsim.Box` observations; `jaxsim.Discrete` or rank-1 `jaxsim.Box` actions)."""
+        config = self.config
+        self.init_params = actor_critic_init(
+            obs_space, action_space, config.hidden, config.init_log_std, env_name
         )
-        self.obs_norm = observation_normalizer(self.obs_shape)
+        self.obs_norm = observation_normalizer(obs_space.shape)
         self.reward_scaler = reward_scaler(config.num_envs, config.gamma)
         grad_steps = config.update_epochs * config.num_minibatches
         lr = config.learning_rate
@@ -152,88 +155,74 @@ class PPO(Agent):
             )
         )
 
-    # ------------------------------------------------------------------------------------ state
-    def init(self, key: jax.Array) -> RunnerState:
-        k_net, k_env, k_run = jax.random.split(key, 3)
-        params = self.init_params(k_net)
-        env_state = self.initial_state(k_env)
-        return RunnerState(
-            params=params,
-            opt_state=self.optimizer.init(params),
-            obs_stats=self.obs_norm.init(),
-            reward_state=self.reward_scaler.init(),
-            env_state=env_state,
-            key=k_run,
-            update=jnp.int32(0),
-            last_return=jnp.float32(jnp.nan),
-        )
+    def learn(
+        self,
+        train: TrainState,
+        obs_stats,
+        reward_state,
+        traj,
+        key: jax.Array,
+        advantages: Callable | None = None,
+    ):
+        """One update's learning from a batch of transitions -> (TrainState, obs_stats,
+        reward_state, LossInfo of means over its minibatch steps).
 
-    def policy(self, runner: RunnerState, deterministic: bool = False) -> jaxsim.MLPPolicy:
-        """The runner's policy as a `jaxsim.MLPPolicy` over raw observations."""
-        obs_stats = runner.obs_stats if self.config.normalize_obs else None
-        return to_policy(runner.params, obs_stats, deterministic)
-
-    # ----------------------------------------------------------------------------------- update
-    def update(self, runner: RunnerState) -> tuple[RunnerState, Metrics]:
-        """One PPO update: a rollout of num_envs x num_steps, GAE, epochs of minibatch steps."""
+        Args:
+          train: the parameters and optimiser state to update.
+          obs_stats, reward_state: the normalisers' states (passed through when they are off).
+          traj: a `jaxsim.Trajectory` or anything with its fields `obs`, `action`, `reward`,
+            `terminated`, `truncated`, `next_obs` ([T, B, ...], B = config.num_envs) and
+            `extras["log_prob"]`, `extras["value"]` of the policy that acted.
+          key: draws the minibatches.
+          advantages: `(policy, traj, reward) -> (advantage[T, B], target[T, B], value[T, B])`
+            replaces GAE (`value` is what the clipped value loss clips around); the default
+            is GAE on the acting policy's values (`agents.decoupled` passes V-trace).
+        """
         c = self.config
-        key, k_rollout, k_epochs = jax.random.split(runner.key, 3)
-        policy = self.policy(runner)
-        with jax.named_scope("rollout"):
-            traj = self.rollout(policy, k_rollout, runner.env_state)
+        policy = to_policy(train.params, obs_stats if c.normalize_obs else None)
         with jax.named_scope("gae"):
-            # Only the critic's output is used: XLA drops the actor's half of evaluate.
-            _, _, next_value = policy.evaluate(traj.next_obs, traj.action)
-            reward_state, reward = runner.reward_state, traj.reward
+            reward = traj.reward
             if c.scale_rewards:
-                reward_state, reward = self.reward_scaler.update(reward_state, reward, traj.done)
-            advantage, target = losses.gae(
-                reward,
-                traj.extras["value"],
-                next_value,
-                traj.terminated,
-                traj.truncated,
-                c.gamma,
-                c.gae_lambda,
-            )
+                done = traj.terminated | traj.truncated
+                reward_state, reward = self.reward_scaler.update(reward_state, reward, done)
+            if advantages is None:
+                # Only the critic's output is used: XLA drops the actor's half of evaluate.
+                _, _, next_value = policy.evaluate(traj.next_obs, traj.action)
+                value = traj.extras["value"]
+                advantage, target = losses.gae(
+                    reward,
+                    value,
+                    next_value,
+                    traj.terminated,
+                    traj.truncated,
+                    c.gamma,
+                    c.gae_lambda,
+                )
+            else:
+                advantage, target, value = advantages(policy, traj, reward)
         batch = Batch(
             obs=traj.obs,
             action=traj.action,
             log_prob=traj.extras["log_prob"],
-            value=traj.extras["value"],
+            value=value,
             advantage=advantage,
             target=target,
         )
         batch = jax.tree.map(lambda x: x.reshape((c.batch_size, *x.shape[2:])), batch)
-        obs_stats = runner.obs_stats if c.normalize_obs else None
-        train = TrainState(runner.params, runner.opt_state)
+        loss_stats = obs_stats if c.normalize_obs else None
         if c.num_minibatches == 1:
             # One minibatch is the whole batch, and the loss is a mean over it: shuffling would
             # change nothing but the order of a sum, and costs a sort (and its compile) an epoch.
             def epoch(train, _):
-                return self._minibatch(obs_stats, train, batch)
+                return self._minibatch(loss_stats, train, batch)
 
             train, info = jax.lax.scan(epoch, train, length=c.update_epochs)
         else:
-            epoch = functools.partial(self._epoch, obs_stats, batch)
-            train, info = jax.lax.scan(epoch, train, jax.random.split(k_epochs, c.update_epochs))
-        new_obs_stats = runner.obs_stats
+            epoch = functools.partial(self._epoch, loss_stats, batch)
+            train, info = jax.lax.scan(epoch, train, jax.random.split(key, c.update_epochs))
         if c.normalize_obs:
-            new_obs_stats = self.obs_norm.update(runner.obs_stats, traj.obs)
-        last_return, episodes = latest_return(traj, runner.last_return)
-        runner = RunnerState(
-            params=train.params,
-            opt_state=train.opt_state,
-            obs_stats=new_obs_stats,
-            reward_state=reward_state,
-            env_state=traj.final_state,
-            key=key,
-            update=runner.update + 1,
-            last_return=last_return,
-        )
-        return runner, self.metrics(
-            runner.update, last_return, episodes, jax.tree.map(jnp.mean, info)
-        )
+            obs_stats = self.obs_norm.update(obs_stats, traj.obs)
+        return train, obs_stats, reward_state, jax.tree.map(jnp.mean, info)
 
     def _epoch(self, obs_stats, batch: Batch, train: TrainState, key: jax.Array):
         c = self.config
@@ -269,6 +258,69 @@ class PPO(Agent):
         entropy = losses.entropy_bonus(entropy)
         total = policy_loss + c.vf_coef * v_loss - c.ent_coef * entropy
         return total, LossInfo(total, policy_loss, v_loss, entropy, approx_kl, clip_fraction)
+
+
+class PPO(Agent, PPOLearner):
+    """PPO on one jaxsim environment: `init(key)`, `update(runner)`, `run(runner, n)`, `evaluate`.
+
+    See `agents.agent.Agent` for what every agent shares (the run loop, progress, evaluation).
+    """
+
+    name = "ppo"
+    config_type = PPOConfig
+
+    def setup(self) -> None:
+        self.setup_learning(
+            self.env.observation_space(self.env_params), self.action_space, self.env.id
+        )
+
+    # ------------------------------------------------------------------------------------ state
+    def init(self, key: jax.Array) -> RunnerState:
+        k_net, k_env, k_run = jax.random.split(key, 3)
+        params = self.init_params(k_net)
+        env_state = self.initial_state(k_env)
+        return RunnerState(
+            params=params,
+            opt_state=self.optimizer.init(params),
+            obs_stats=self.obs_norm.init(),
+            reward_state=self.reward_scaler.init(),
+            env_state=env_state,
+            key=k_run,
+            update=jnp.int32(0),
+            last_return=jnp.float32(jnp.nan),
+        )
+
+    def policy(self, runner: RunnerState, deterministic: bool = False) -> jaxsim.MLPPolicy:
+        """The runner's policy as a `jaxsim.MLPPolicy` over raw observations."""
+        obs_stats = runner.obs_stats if self.config.normalize_obs else None
+        return to_policy(runner.params, obs_stats, deterministic)
+
+    # ----------------------------------------------------------------------------------- update
+    def update(self, runner: RunnerState) -> tuple[RunnerState, Metrics]:
+        """One PPO update: a rollout of num_envs x num_steps, GAE, epochs of minibatch steps."""
+        key, k_rollout, k_epochs = jax.random.split(runner.key, 3)
+        policy = self.policy(runner)
+        with jax.named_scope("rollout"):
+            traj = self.rollout(policy, k_rollout, runner.env_state)
+        train, obs_stats, reward_state, info = self.learn(
+            TrainState(runner.params, runner.opt_state),
+            runner.obs_stats,
+            runner.reward_state,
+            traj,
+            k_epochs,
+        )
+        last_return, episodes = latest_return(traj, runner.last_return)
+        runner = RunnerState(
+            params=train.params,
+            opt_state=train.opt_state,
+            obs_stats=obs_stats,
+            reward_state=reward_state,
+            env_state=traj.final_state,
+            key=key,
+            update=runner.update + 1,
+            last_return=last_return,
+        )
+        return runner, self.metrics(runner.update, last_return, episodes, info)
 
 
 def make_train(

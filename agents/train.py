@@ -160,6 +160,12 @@ def config_overrides(args: argparse.Namespace, config_cls: type) -> dict:
 def main(argv: list[str] | None = None) -> dict:
     """Runs the command; returns a summary (paths and final evaluation) for tests and scripts."""
     given = sys.argv[1:] if argv is None else argv
+    from agents.decoupled.host_envs import env_argument, is_host_id
+
+    if is_host_id(env_argument(given)):  # EnvPool, Gymnasium, MinAtar: actors + a learner
+        from agents.decoupled.train import main as decoupled_main
+
+        return decoupled_main(given)
     # The algorithm decides the config flags; an unknown one is reported by the ppo parser.
     parser = build_parser(given[0] if given and given[0] in ALGORITHMS else "ppo")
     args = parser.parse_args(argv)
