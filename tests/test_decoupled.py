@@ -279,7 +279,7 @@ def test_missing_simulator_names_the_extra(monkeypatch, capsys):
 
 def test_minatar_pool_spaces():
     pytest.importorskip("minatar", reason=f"MinAtar is not installed: {EXTRA_INSTALL}")
-    pool = make_pool("MinAtar/Breakout-v0", 2, 0)
+    pool = make_pool("gymnasium/MinAtar/Breakout-v0", 2, 0)
     try:
         assert pool.observation_space.shape == (10, 10, 4)
         assert pool.action_space.n == 6

@@ -37,7 +37,7 @@ def default_envs() -> list[str]:
         cartpole = "envpool/CartPole-v1"
     except ImportError:
         cartpole = "gymnasium/CartPole-v1"
-    return [cartpole, "MinAtar/Breakout-v0"]
+    return [cartpole, "gymnasium/MinAtar/Breakout-v0"]
 
 
 def _throughput(config: PPOConfig, times: list[float], warmup: int) -> float:

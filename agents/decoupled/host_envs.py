@@ -14,9 +14,10 @@ import jaxsim
 EXTRA_INSTALL = "pip install 'jaxsim-rl[decoupled]'"
 """The install command every missing-dependency error names (the `decoupled` extra)."""
 
-PREFIXES = ("gymnasium/", "envpool/", "MinAtar/")
+PREFIXES = ("gymnasium/", "envpool/")
 """Environment ids the decoupled mode runs: `gymnasium/<Gymnasium id>`, `envpool/<EnvPool
-task id>`, and the original MinAtar package's Gymnasium ids (`MinAtar/Breakout-v0`)."""
+task id>`; the original MinAtar package runs through its Gymnasium ids
+(`gymnasium/MinAtar/Breakout-v0`: a bare `MinAtar/Breakout-v0` is jaxsim's native game)."""
 
 
 class MissingDependency(ImportError):
