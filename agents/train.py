@@ -211,6 +211,15 @@ def _check_no_run(out: str, overwrite: bool) -> None:
 def _train(run: _Run) -> tuple[Any, list[int | None]]:
     """The chunked loop with progress, checkpoints and stop checks -> (runner, solved_update)."""
     args, config, ckpt, progress = run.args, run.config, run.ckpt, run.progress
+    start = ckpt.meta["update"] if ckpt else 0
+    if start < config.num_updates:  # the programs the first chunks call, compiled side by side
+        first = min(config.log_every - start % config.log_every, config.num_updates - start)
+        if args.checkpoint_every:
+            first = min(first, args.checkpoint_every - start % args.checkpoint_every)
+        later = (
+            (config.log_every,) if start + first + config.log_every <= config.num_updates else ()
+        )
+        run.agent.precompile(args.seeds, (first, *later), evaluate=run.target is not None)
     if ckpt is not None:
         runner = ckpt.runner
     else:

@@ -282,3 +282,42 @@ def test_a_cache_entry_cut_short_by_a_kill_is_replaced(tmp_path, restore_cache_c
         np.testing.assert_array_equal(f(x), expected)
     for path in entries:  # written again whole (a recompile may differ by a few bytes)
         assert path.stat().st_size > 40
+
+
+def test_precompile_builds_what_the_run_calls_once(monkeypatch):
+    from agents.agent import compiler_options
+
+    agent = PPO(CONFIG, SignBandit())
+    keys = jax.random.split(jax.random.key(1), 2)
+    for program in ("init", "run", "evaluate"):
+        compiler_options(program)  # its probes of unknown options compile before counting
+    compiles = []
+
+    def count(event, secs, **kwargs):
+        if event.endswith("backend_compile_duration"):
+            compiles.append(kwargs.get("fun_name"))
+
+    jax.monitoring.register_event_duration_secs_listener(count)
+    try:
+        agent.precompile(2, (3, 3), evaluate=True)
+        assert sorted(compiles) == ["jit(evaluate)", "jit(init)", "jit(run)"]  # run(3) once
+        runner = agent.jit_init()(keys)
+        runner, _ = agent.jit_run(3)(runner)
+        agent.jit_evaluate()(runner, keys)
+        assert len(compiles) == 3  # the calls reuse what precompile built
+    finally:
+        unregister = getattr(jax.monitoring, "unregister_event_duration_listener", None)
+        if unregister is not None:
+            unregister(count)
+
+
+def test_compile_options_per_program_leave_out_what_jaxlib_does_not_know(monkeypatch):
+    from agents import agent as agent_module
+
+    if jax.default_backend() != "cpu":
+        pytest.skip("the options are XLA:CPU's")
+    assert agent_module.compiler_options("init")["xla_backend_optimization_level"] == 0
+    assert agent_module.compiler_options("run") == agent_module.CPU_COMPILER_OPTIONS
+    bogus = {**agent_module.CPU_PROGRAM_OPTIONS, "evaluate": {"xla_no_such_option": True}}
+    monkeypatch.setattr(agent_module, "CPU_PROGRAM_OPTIONS", bogus)
+    assert agent_module.compiler_options("evaluate") == agent_module.CPU_COMPILER_OPTIONS
