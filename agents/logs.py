@@ -34,7 +34,7 @@ BASE_FIELDS = (
 EVAL_FIELDS = ("eval_return", "solved_seeds")
 """The stop check's columns (runs with a target return), after the loss columns."""
 
-_PER_SEED = ("returns", "eval_returns")  # lists: in metrics.jsonl only
+_PER_SEED = ("returns", "eval_returns", "confirm_returns")  # lists: in metrics.jsonl only
 
 
 def loss_fields(row: dict[str, Any]) -> list[str]:
@@ -99,10 +99,12 @@ class TrainingProgress:
         metrics,
         eval_returns: np.ndarray | None = None,
         solved: int | None = None,
+        confirm_returns: np.ndarray | None = None,
     ) -> dict[str, Any]:
         """One row from a chunk's end: `metrics` has numpy leaves with a leading [num_seeds]
         axis (each seed's latest update); `eval_returns` [num_seeds] and `solved` (how many
-        seeds reached the target) come from a stop check. Returns the row."""
+        seeds are solved) come from a stop check, `confirm_returns` [num_seeds] (NaN: not run)
+        from the independent evaluation that confirms a seed solved. Returns the row."""
         per_seed = [
             jax.tree.map(lambda x, s=s: np.asarray(x)[s], metrics) for s in range(self.num_seeds)
         ]
@@ -114,6 +116,9 @@ class TrainingProgress:
                 "eval_returns": [_finite_or_none(float(r)) for r in finite],
                 "solved_seeds": int(solved or 0),
             }
+        if confirm_returns is not None:
+            confirm = np.asarray(confirm_returns, dtype=float)
+            extra["confirm_returns"] = [_finite_or_none(float(r)) for r in confirm]
         with self._lock:
             return self._emit(update, steps, per_seed, extra)
 

@@ -3,11 +3,14 @@
 Progress is read from each chunk's returned `Metrics` instead of a host callback inside the
 jitted loop, so the loop holds no callback and JAX's persistent compilation cache can store it
 (`jaxsim.compile_cache`). With a target return, every chunk ends with a deterministic evaluation
-of each seed (`Agent.evaluate`); a seed whose mean return reaches the target is solved and frozen
-there (its later updates are discarded, as Stable-Baselines3's StopTrainingOnRewardThreshold
-keeps the model that reached it), and the run stops once every seed is solved. Chunk boundaries
-change nothing in the result: `run(run(s, k), n - k)` equals `run(s, n)` bit for bit.
-"""
+of each seed (`Agent.evaluate`, the stop check). Solved means solved: a seed the stop check finds
+at the target is solved only if an independent evaluation (`independent_evaluation`: at least
+`MIN_EPISODES` episodes, keys apart from the stop check's, the run's final evaluation itself)
+also reaches it (`confirmed`); otherwise it trains on. A solved seed is frozen there (its later
+updates are discarded, as Stable-Baselines3's StopTrainingOnRewardThreshold keeps the model
+that reached it), so the final evaluation in eval.json repeats the confirming one, and the run
+stops once every seed is solved. Chunk boundaries change nothing in the result:
+`run(run(s, k), n - k)` equals `run(s, n)` bit for bit."""
 
 from __future__ import annotations
 
@@ -24,12 +27,63 @@ import numpy as np
 from agents.agent import Agent
 from agents.structs import Metrics
 
+MIN_EPISODES = 32
+"""Episodes per seed, at least, of the evaluation that confirms a seed solved (and of eval.json)."""
+
 
 def check_keys(seed: int, num_seeds: int, update: int) -> jax.Array:
     """Keys of the stop check after `update` updates: one per seed, apart from the final
-    evaluation's (`agents.play.evaluation_keys`), and the same on a resumed run."""
+    evaluation's (`evaluation_keys`), and the same on a resumed run."""
     key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), 2), update)
     return jax.random.split(key, num_seeds)
+
+
+def evaluation_keys(seed: int, num_seeds: int, batch: int = 0) -> jax.Array:
+    """Keys of batch `batch` of a run's final (and confirming) evaluation: one per seed, from
+    the run's `--seed`; never one of the stop checks' (`check_keys`)."""
+    key = jax.random.fold_in(jax.random.key(seed), 1)
+    if batch:  # batch 0 keeps the keys runs used before evaluations came in batches
+        key = jax.random.fold_in(key, batch)
+    return jax.random.split(key, num_seeds)
+
+
+def evaluation_batches(eval_envs: int, min_episodes: int = MIN_EPISODES) -> int:
+    """How many evaluations of `eval_envs` episodes make at least `min_episodes`."""
+    return max(1, -(-min_episodes // eval_envs))
+
+
+def independent_evaluation(
+    agent: Agent, runner, seed: int, num_seeds: int, min_episodes: int = MIN_EPISODES
+) -> np.ndarray:
+    """The deterministic evaluation that confirms a seed solved, and the run's final one.
+
+    `evaluation_batches` calls of the agent's jitted evaluation (`config.eval_envs` episodes
+    each, one compiled program shared with the stop checks), keys from `evaluation_keys`.
+
+    Returns:
+      float32 [num_seeds, episodes] returns, episodes = batches * eval_envs >= min_episodes.
+    """
+    evaluate = agent.jit_evaluate()
+    batches = evaluation_batches(agent.config.eval_envs, min_episodes)
+    parts = [evaluate(runner, evaluation_keys(seed, num_seeds, b)) for b in range(batches)]
+    return np.concatenate([np.asarray(p) for p in parts], axis=1)
+
+
+def confirmed(check_return: float, independent_returns, target: float) -> bool:
+    """The rule "solved means solved": a stop check's mean return `check_return` reached
+    `target`, and so did the mean of `independent_returns`, the episodes of an independent
+    deterministic evaluation (at least `MIN_EPISODES`, drawn apart from the stop check's).
+
+    Any trainer can be judged by it: evaluate its model again that way and pass the returns.
+    Raises a ValueError if fewer than `MIN_EPISODES` episodes are given.
+    """
+    returns = np.asarray(independent_returns, dtype=float).reshape(-1)
+    if returns.size < MIN_EPISODES:
+        raise ValueError(
+            f"confirmed: independent_returns must hold >= {MIN_EPISODES} episodes, got "
+            f"{returns.size}"
+        )
+    return bool(check_return >= target and returns.mean() >= target)
 
 
 @dataclasses.dataclass
@@ -40,8 +94,11 @@ class ChunkReport:
     runner: Any  # every seed's runner state, frozen seeds as they were when solved
     metrics: Metrics  # numpy; each seed's latest update (a frozen seed's last before it froze)
     eval_returns: np.ndarray | None  # float[num_seeds] mean returns of this check; None: no target
+    # float[num_seeds] mean returns of the independent evaluation, NaN for seeds it did not
+    # run on (only seeds the stop check found at the target are confirmed); None: none ran.
+    confirm_returns: np.ndarray | None
     solved_update: list[int | None]  # per seed, the update count at which it reached the target
-    eval_s: float = 0.0  # wall seconds of this chunk's stop check (its compile included)
+    eval_s: float = 0.0  # wall seconds of this chunk's stop check and confirmation (compiles in)
     eval_cpu_s: float = 0.0  # this process's CPU seconds in it
 
 
@@ -78,7 +135,8 @@ def run_chunks(
       num_updates: the run's length in updates (the loop resumes from the runner's update count).
       chunk: updates between reports (and stop checks).
       seed: the run's base seed; stop checks draw their keys from it (`check_keys`).
-      target: mean deterministic evaluation return at which a seed counts as solved; None: no
+      target: mean deterministic evaluation return at which a seed counts as solved, in the
+        stop check and in the independent evaluation that confirms it (`confirmed`); None: no
         checks, the run goes to `num_updates`.
       solved_update: per seed, the update at which an earlier part of the run solved it (None:
         not yet); from a checkpoint when resuming.
@@ -104,10 +162,17 @@ def run_chunks(
         new, metrics = agent.jit_run(n)(runner)
         done += n
         latest = jax.tree.map(lambda x: np.asarray(x)[:, -1], metrics)
-        returns, t0, cpu0 = None, time.perf_counter(), time.process_time()
+        returns, confirm, t0, cpu0 = None, None, time.perf_counter(), time.process_time()
         if target is not None:
             keys = check_keys(seed, num_seeds, done)
             returns = np.asarray(agent.jit_evaluate()(new, keys)).mean(axis=1)
+            candidates = ~frozen & (returns >= target)
+            if candidates.any():
+                independent = independent_evaluation(agent, new, seed, num_seeds)
+                confirm = np.where(candidates, independent.mean(axis=1), np.nan)
+                for s in np.flatnonzero(candidates):
+                    if confirmed(returns[s], independent[s], target):
+                        solved_update[s] = done
         eval_s, eval_cpu_s = time.perf_counter() - t0, time.process_time() - cpu0
         if frozen.any():
             new = _keep_frozen(jnp.asarray(frozen), runner, new)
@@ -115,14 +180,11 @@ def run_chunks(
                 latest = jax.tree.map(functools.partial(_where, frozen), last, latest)
             if returns is not None and last_returns is not None:
                 returns = np.where(frozen, last_returns, returns)
-        if returns is not None:
-            for s in np.flatnonzero(~frozen & (returns >= target)):
-                solved_update[s] = done
-            frozen = np.array([u is not None for u in solved_update])
+        frozen = np.array([u is not None for u in solved_update])
         runner, last, last_returns = new, latest, returns
         if on_chunk is not None:
             report = ChunkReport(
-                done, runner, latest, returns, list(solved_update), eval_s, eval_cpu_s
+                done, runner, latest, returns, confirm, list(solved_update), eval_s, eval_cpu_s
             )
             on_chunk(report)
     return runner, solved_update

@@ -1,7 +1,8 @@
 """Watch a trained agent: `python -m agents.play runs/cartpole` (deterministic episodes + a GIF).
 
 Loads the run's checkpoint, runs the deterministic evaluation that `python -m agents.train` ran
-at its end (same keys, same number of episodes, so the returns reproduce its eval.json), prints
+at its end (`agents.loop.independent_evaluation`: same keys, same number of episodes, so the
+returns reproduce its eval.json), prints
 the returns, and writes a GIF of one episode (`--gif`, default DIR/episode.gif). The train
 command calls `evaluate` and `film_episode` from here, so both run one piece of code.
 """
@@ -22,17 +23,16 @@ import jaxsim
 from agents.agent import Agent
 from agents.algorithms import agent_type
 from agents.checkpoint import load_checkpoint
+from agents.loop import MIN_EPISODES, evaluation_keys, independent_evaluation
 
 
-def evaluation_keys(seed: int, num_seeds: int) -> jax.Array:
-    """The keys of a run's final evaluation: one per trained seed, from the run's `--seed`."""
-    return jax.random.split(jax.random.fold_in(jax.random.key(seed), 1), num_seeds)
-
-
-def evaluate(agent: Agent, runner, seed: int, num_seeds: int) -> np.ndarray:
-    """Deterministic returns of every seed's policy -> float32 [num_seeds, eval_envs]."""
-    keys = evaluation_keys(seed, num_seeds)
-    return np.asarray(agent.jit_evaluate()(runner, keys))
+def evaluate(
+    agent: Agent, runner, seed: int, num_seeds: int, min_episodes: int = MIN_EPISODES
+) -> np.ndarray:
+    """Deterministic returns of every seed's policy -> float32 [num_seeds, episodes]: the run's
+    final evaluation, which also confirms a seed solved (`agents.loop.independent_evaluation`;
+    episodes: `eval_envs` a batch, as many batches as make `min_episodes`)."""
+    return independent_evaluation(agent, runner, seed, num_seeds, min_episodes)
 
 
 def film_episode(
@@ -45,7 +45,7 @@ def film_episode(
     scale: float = 0.5,
 ) -> float:
     """Writes a GIF of evaluation episode 0 of seed `seed_index` (the first episode `evaluate`
-    counts for it); returns that episode's return.
+    counts for it, batch 0); returns that episode's return.
 
     The evaluation rollout keeps observations, not states. Where the observation determines
     the state it shows (classic control), the frames are drawn from them
@@ -121,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--episodes",
         type=int,
         default=None,
-        help="deterministic episodes per seed (default: the run's eval_envs, as eval.json)",
+        help="deterministic episodes per seed (default: as eval.json, the run's eval_envs a "
+        f"batch, at least {MIN_EPISODES})",
     )
     return p
 
@@ -151,12 +152,12 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error(f"--episodes must be >= 1, got {args.episodes}")
     if not args.scale > 0:
         parser.error(f"--scale must be > 0, got {args.scale}")
-    config = ckpt.config
-    if args.episodes is not None:
-        config = dataclasses.replace(config, eval_envs=args.episodes)
+    config, min_episodes = ckpt.config, MIN_EPISODES
+    if args.episodes is not None:  # exactly that many, in one batch
+        config, min_episodes = dataclasses.replace(config, eval_envs=args.episodes), 1
     agent = agent_type(ckpt.meta["algorithm"])(config, ckpt.env)
     seed = ckpt.meta.get("seed", 0)  # the run's --seed; runs before it was recorded used 0
-    returns = evaluate(agent, runner, seed, num_seeds)
+    returns = evaluate(agent, runner, seed, num_seeds, min_episodes)
     per_seed = returns.mean(axis=1)
     name = f"[play {ckpt.env.id}]"
     for i, row in enumerate(returns):

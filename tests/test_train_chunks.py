@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -13,7 +15,7 @@ from flax import struct
 
 import jaxsim
 from agents import logs, train
-from agents.loop import run_chunks
+from agents.loop import MIN_EPISODES, confirmed, independent_evaluation, run_chunks
 from agents.ppo import PPO, PPOConfig
 from jaxsim import compile_cache
 
@@ -93,6 +95,65 @@ def test_the_run_stops_once_every_seed_reaches_the_target(stopped):
     np.testing.assert_array_equal(np.asarray(final.update), solved)
 
 
+def test_a_solved_seed_was_confirmed_by_the_final_evaluation(stopped):
+    agent, _, final, solved, reports = stopped
+    final_returns = independent_evaluation(agent, final, 0, 3)
+    assert final_returns.shape == (3, 32)  # 2 batches of eval_envs=16: MIN_EPISODES
+    # Each seed's confirming evaluation is the final one, repeated on its frozen runner.
+    np.testing.assert_array_equal(final_returns.mean(axis=1) >= 0.9, True)
+    confirms = {s: r.confirm_returns[s] for r in reports for s in range(3) if solved[s] == r.done}
+    np.testing.assert_allclose([confirms[s] for s in range(3)], final_returns.mean(axis=1))
+
+
+@struct.dataclass
+class _CoinState:
+    heads: jax.Array
+    time: jax.Array
+
+
+class HiddenCoin(SignBandit):
+    """One step, nothing to observe: reward 1 if the action names a coin flipped at reset. Any
+    deterministic policy wins half its episodes; two episodes both won (a quarter of the
+    checks) look solved."""
+
+    id = "HiddenCoin-v0"
+    state_type = _CoinState
+
+    def init_state(self, u, params):
+        return _CoinState(u[0] < 0.5, jnp.zeros(jnp.shape(u[0]), jnp.int32))
+
+    def dynamics(self, state, action, params):
+        right = (action == 1) == state.heads
+        return state, jnp.where(right, 1.0, 0.0), jnp.ones_like(right)
+
+    def obs_fields(self, state, params):
+        return (jnp.zeros_like(state.heads, jnp.float32),)
+
+
+def test_a_lucky_stop_check_is_not_solved_without_the_independent_evaluation():
+    config = dataclasses.replace(CONFIG, eval_envs=2, total_steps=8 * 8 * 12)
+    agent = PPO(config, HiddenCoin())
+    runner = jax.jit(jax.vmap(agent.init))(jax.random.split(jax.random.key(0), 3))
+    reports = []
+    _, solved = run_chunks(
+        agent, runner, config.num_updates, chunk=1, target=0.9, on_chunk=reports.append
+    )
+    lucky = [(r, s) for r in reports for s in range(3) if r.eval_returns[s] >= 0.9]
+    assert lucky, "no stop check passed by luck: pick another seed"
+    for r, s in lucky:  # the confirming evaluation ran, and found the seed unsolved
+        assert r.confirm_returns[s] < 0.9
+    assert solved == [None, None, None]
+    assert all(r.solved_update == [None] * 3 for r in reports)
+
+
+def test_the_rule_needs_enough_independent_episodes():
+    assert confirmed(1.0, np.ones(MIN_EPISODES), 0.9)
+    assert not confirmed(1.0, np.r_[np.ones(16), np.zeros(16)], 0.9)
+    assert not confirmed(0.8, np.ones(MIN_EPISODES), 0.9)
+    with pytest.raises(ValueError, match=r"independent_returns must hold >= 32 episodes, got 8"):
+        confirmed(1.0, np.ones(8), 0.9)
+
+
 def test_a_solved_seed_is_frozen_where_it_reached_the_target(stopped):
     agent, runner, final, solved, _ = stopped
     s = int(np.argmin(solved))  # solved first: the loop ran on and discarded its later updates
@@ -148,6 +209,7 @@ def test_train_caches_compiles_in_the_given_folder_and_says_where(
     evaluation = json.loads((tmp_path / "run" / "eval.json").read_text())
     assert evaluation["target_return"] == 600 and evaluation["steps_per_seed"] == 64
     assert evaluation["steps_to_target_per_seed"] == [None]
+    assert evaluation["solved_per_seed"] == [False] and evaluation["episodes_per_seed"] >= 32
     assert summary["eval"]["target_return"] == 600
 
 
@@ -182,3 +244,80 @@ def test_the_default_folder_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv(compile_cache.ENV_VAR)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert compile_cache.default_dir() == str(tmp_path / "jaxsim" / "xla")
+
+
+def test_an_unusable_default_cache_folder_falls_back_to_no_cache_with_one_warning(
+    tmp_path, capsys, monkeypatch, restore_cache_config
+):
+    home = tmp_path / "home"
+    home.write_text("")  # a home nothing can be created in (root ignores read-only modes)
+    monkeypatch.delenv(compile_cache.ENV_VAR, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    argv = ["ppo", "--out", str(tmp_path / "run"), "--no-plot", *CARTPOLE_TINY]
+    train.main([*argv, "--target-return", "none"])
+    captured = capsys.readouterr()
+    assert "XLA compilation cache: off" in captured.out
+    assert captured.err.count("warning:") == 1 and "compiling without a cache" in captured.err
+    assert "--compilation-cache:" not in captured.err  # a flag the user never passed
+    assert compile_cache.current_dir() is None
+    with pytest.raises(SystemExit):  # a folder the user names must work
+        train.main([*argv, "--compilation-cache", str(home / "xla")])
+    assert "--compilation-cache: compilation cache: cannot create" in capsys.readouterr().err
+
+
+def test_a_cache_entry_cut_short_by_a_kill_is_replaced(tmp_path, restore_cache_config):
+    cache = tmp_path / "xla"
+    compile_cache.enable(cache)
+    f = jax.jit(lambda x: jnp.sin(x) * 3.0 + 1.0)
+    x = np.arange(5.0, dtype=np.float32)  # numpy: the jitted program is the only one compiled
+    expected = f(x)
+    entries = {p: p.stat().st_size for p in cache.glob("*-cache")}
+    assert entries
+    for path in entries:  # a kill during JAX's in-place write leaves the head of the file
+        path.write_bytes(path.read_bytes()[:40])
+    jax.clear_caches()  # as a new process: the program must come from the disk cache
+    compile_cache.enable(cache)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # JAX warns on every read of a torn entry
+        np.testing.assert_array_equal(f(x), expected)
+    for path in entries:  # written again whole (a recompile may differ by a few bytes)
+        assert path.stat().st_size > 40
+
+
+def test_precompile_builds_what_the_run_calls_once(monkeypatch):
+    from agents.agent import compiler_options
+
+    agent = PPO(CONFIG, SignBandit())
+    keys = jax.random.split(jax.random.key(1), 2)
+    for program in ("init", "run", "evaluate"):
+        compiler_options(program)  # its probes of unknown options compile before counting
+    compiles = []
+
+    def count(event, secs, **kwargs):
+        if event.endswith("backend_compile_duration"):
+            compiles.append(kwargs.get("fun_name"))
+
+    jax.monitoring.register_event_duration_secs_listener(count)
+    try:
+        agent.precompile(2, (3, 3), evaluate=True)
+        assert sorted(compiles) == ["jit(evaluate)", "jit(init)", "jit(run)"]  # run(3) once
+        runner = agent.jit_init()(keys)
+        runner, _ = agent.jit_run(3)(runner)
+        agent.jit_evaluate()(runner, keys)
+        assert len(compiles) == 3  # the calls reuse what precompile built
+    finally:
+        unregister = getattr(jax.monitoring, "unregister_event_duration_listener", None)
+        if unregister is not None:
+            unregister(count)
+
+
+def test_compile_options_per_program_leave_out_what_jaxlib_does_not_know(monkeypatch):
+    from agents import agent as agent_module
+
+    if jax.default_backend() != "cpu":
+        pytest.skip("the options are XLA:CPU's")
+    assert agent_module.compiler_options("init")["xla_backend_optimization_level"] == 0
+    assert agent_module.compiler_options("run") == agent_module.CPU_COMPILER_OPTIONS
+    bogus = {**agent_module.CPU_PROGRAM_OPTIONS, "evaluate": {"xla_no_such_option": True}}
+    monkeypatch.setattr(agent_module, "CPU_PROGRAM_OPTIONS", bogus)
+    assert agent_module.compiler_options("evaluate") == agent_module.CPU_COMPILER_OPTIONS

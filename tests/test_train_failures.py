@@ -95,3 +95,39 @@ def test_a_diverged_run_exits_non_zero_and_writes_strict_json(capsys, tmp_path):
     json.loads((tmp_path / "eval.json").read_text(), parse_constant=pytest.fail)
     rows = logs.read_metrics(str(tmp_path))
     assert logs.first_nonfinite(rows) is not None
+
+
+def _snapshot(out):
+    return {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+
+
+def test_an_out_holding_a_run_is_refused_without_resume_or_overwrite(capsys, finished_run):
+    before = _snapshot(finished_run)
+    # The same algorithm, or another one (both default to runs/CartPole-v1).
+    for argv in (TINY, ["dqn", "--env", "CartPole-v1", "--quiet"]):
+        err = _exits(capsys, [*argv, "--out", str(finished_run)])
+        assert f"--out: {finished_run} already holds a run (checkpoint.msgpack" in err
+        assert "pass --resume to continue it, --overwrite to replace it" in err
+    err = _exits(capsys, [*TINY, "--out", str(finished_run), "--resume", "--overwrite"])
+    assert "--resume continues the run in --out, --overwrite replaces it" in err
+    assert _snapshot(finished_run) == before  # refused before any work: nothing touched
+
+
+def test_overwrite_replaces_the_run_and_leaves_nothing_of_the_old_one(tmp_path, finished_run):
+    out = tmp_path / "run"
+    out.mkdir()
+    for name, data in _snapshot(finished_run).items():
+        (out / name).write_bytes(data)
+    (out / "curve.png").write_bytes(b"old curve")  # plots the new run (--no-plot) won't redraw
+    (out / "episode.gif").write_bytes(b"old gif")
+    (out / "notes.txt").write_text("mine")  # not a run file: kept
+    summary = train.main([*TINY, "--seed", "7", "--out", str(out), "--overwrite"])
+    assert not (out / "curve.png").exists() and not (out / "episode.gif").exists()
+    assert (out / "notes.txt").read_text() == "mine"
+    assert checkpoint.read_meta(str(out / "checkpoint.msgpack"))[0]["seed"] == 7
+    assert json.loads((out / "eval.json").read_text()) == json.loads(json.dumps(summary["eval"]))
+
+
+def test_resume_with_another_seed_is_refused_naming_both(capsys, finished_run):
+    err = _exits(capsys, [*TINY, "--seed", "5", "--out", str(finished_run), "--resume"])
+    assert "was trained with --seed 0, not --seed 5" in err and "pass --seed 0" in err

@@ -1,0 +1,154 @@
+"""The flags of `python -m agents.train`: its own, and one per field of the algorithm's config."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import typing
+
+import numpy as np
+
+from agents.algorithms import ALGORITHMS, agent_type
+from agents.config import field_help
+from jaxsim import compile_cache
+
+
+def _int_tuple(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected integers separated by commas, got {text!r}"
+        ) from None
+
+
+RUN_FILES = (
+    "checkpoint.msgpack",
+    "config.json",
+    "metrics.csv",
+    "metrics.jsonl",
+    "eval.json",
+    "curve.png",
+    "episode.gif",
+)
+"""What a run writes in --out: a folder holding any of them holds a run."""
+
+
+NO_TARGET = "none"
+
+
+def _target(text: str) -> float | str:
+    if text.strip().lower() == NO_TARGET:
+        return NO_TARGET
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a return (a number) or 'none', got {text!r}"
+        ) from None
+    if not np.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite return, got {text!r}")
+    return value
+
+
+def build_parser(algorithm: str = "ppo") -> argparse.ArgumentParser:
+    """The command's parser, with the config flags of `algorithm`."""
+    parser = argparse.ArgumentParser(
+        prog="python -m agents.train",
+        description="Train an agent on a jaxsim environment, many seeds in one jit.",
+    )
+    parser.add_argument("algorithm", choices=ALGORITHMS)
+    parser.add_argument("--env", default="CartPole-v1", help="a jaxsim environment id")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds trained at once (vmap)")
+    parser.add_argument(
+        "--seed", type=int, default=None, help="base PRNG seed (default 0; --resume: the run's)"
+    )
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="output folder (default runs/<env>); one that holds a run is refused without "
+        "--resume or --overwrite",
+    )
+    parser.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=0,
+        help="updates between checkpoints (0: only at the end)",
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="continue from <out>/checkpoint.msgpack"
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help=f"replace the run in --out: its files ({', '.join(RUN_FILES)}) are removed first",
+    )
+    parser.add_argument(
+        "--devices",
+        type=int,
+        default=None,
+        help="split the environments of every rollout over this many devices (the first N of "
+        "jax.devices(), mesh axis jaxsim.ENV_AXIS); --num-envs must be a multiple of N",
+    )
+    parser.add_argument(
+        "--target-return",
+        type=_target,
+        default=None,
+        help="stop a seed once its deterministic evaluation (eval_envs episodes, checked every "
+        "log_every updates) and an independent one confirming it (>= 32 episodes, the final "
+        "evaluation's) reach this mean return, and the run once every seed has; 'none' trains "
+        "the whole budget (default: the preset's target, agents.presets.TARGETS)",
+    )
+    parser.add_argument(
+        "--compilation-cache",
+        metavar="DIR",
+        default=None,
+        help="JAX's persistent compilation cache folder: later runs load the compiled loop "
+        f"instead of compiling it (default: ${compile_cache.ENV_VAR}, else ~/.cache/jaxsim/xla)",
+    )
+    parser.add_argument(
+        "--no-compilation-cache", action="store_true", help="compile everything afresh"
+    )
+    parser.add_argument("--no-plot", action="store_true", help="skip curve.png and episode.gif")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        default=None,
+        help="after training, profile one update with jaxsim.profile: a per-phase table and "
+        "DIR/<algorithm>_<env>.{json,png,trace.json.gz} (open the trace in ui.perfetto.dev)",
+    )
+    config_type = agent_type(algorithm).config_type
+    add_config_flags(parser, config_type, "(defaults: the environment's preset)")
+    return parser
+
+
+def add_config_flags(parser: argparse.ArgumentParser, config_cls: type, note: str = "") -> None:
+    """One flag per field of the dataclass `config_cls`, `--field-name`, in a group of its own.
+
+    The flag's text is the field's help (`agents.config.config_field`) and its default; its type
+    follows the field's annotation: bool -> `--x` / `--no-x`, tuple[int, ...] -> "64,64", else
+    int, float or str. Flags default to None, meaning "not given" (see `config_overrides`).
+    """
+    group = parser.add_argument_group(f"{config_cls.__name__} {note}".strip())
+    types = typing.get_type_hints(config_cls)
+    for field in dataclasses.fields(config_cls):
+        flag = "--" + field.name.replace("_", "-")
+        help_text = f"{field_help(field)} ({config_cls.__name__} default: {field.default!r})"
+        kind = types[field.name]
+        if kind is bool:
+            group.add_argument(
+                flag, action=argparse.BooleanOptionalAction, default=None, help=help_text
+            )
+        elif kind == tuple[int, ...]:
+            group.add_argument(flag, type=_int_tuple, default=None, help=help_text)
+        elif kind in (int, float, str):
+            group.add_argument(flag, type=kind, default=None, help=help_text)
+        else:
+            raise TypeError(f"{config_cls.__name__}.{field.name}: no flag for type {kind}")
+
+
+def config_overrides(args: argparse.Namespace, config_cls: type) -> dict:
+    """The `config_cls` fields given on the command line: {name: value}."""
+    names = (f.name for f in dataclasses.fields(config_cls))
+    return {n: getattr(args, n) for n in names if getattr(args, n) is not None}
