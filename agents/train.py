@@ -22,7 +22,6 @@ a run is refused unless `--resume` continues it or `--overwrite` replaces it.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import os
 import sys
@@ -39,7 +38,7 @@ from agents.algorithms import ALGORITHMS, agent_type
 from agents.checkpoint import load_checkpoint, save_checkpoint, sync_sidecar
 from agents.loop import run_chunks
 from agents.presets import config_for, target_for
-from agents.train_args import NO_TARGET, RUN_FILES, build_parser, config_overrides
+from agents.train_args import NO_TARGET, build_parser, check_no_run, clear_run, config_overrides
 from jaxsim import compile_cache
 from jaxsim.files import finite_json, remove_stale_temporaries, write_json_atomic
 from jaxsim.profiler import check_output_dir
@@ -124,7 +123,7 @@ def _prepare(parser: argparse.ArgumentParser, args: argparse.Namespace, command:
         if args.resume:
             ckpt = _load_for_resume(ckpt_path, args, env, config)
         else:
-            _check_no_run(out, args.overwrite)
+            check_no_run(out, args.overwrite)
         args.seed = (ckpt.meta.get("seed", 0) if ckpt else 0) if args.seed is None else args.seed
         rows = logs.read_metrics(out) if ckpt else []
         rows = [r for r in rows if ckpt and r["update"] <= ckpt.meta["update"]]
@@ -142,9 +141,7 @@ def _prepare(parser: argparse.ArgumentParser, args: argparse.Namespace, command:
     except (ValueError, TypeError, OSError) as e:
         parser.error(str(e))
     if args.overwrite:  # every check passed: only now is the old run given up
-        for name in RUN_FILES:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(os.path.join(out, name))
+        clear_run(out)
     for stale in remove_stale_temporaries(out):
         print(f"removed {stale}, a temporary file of a run that was killed", file=sys.stderr)
     sync_sidecar(ckpt_path)
@@ -202,16 +199,6 @@ def _load_for_resume(ckpt_path: str, args: argparse.Namespace, env: jaxsim.Env, 
             f"{args.seed}; pass --seed {saved_seed} (or no --seed) to resume it, or a new --out"
         )
     return ckpt
-
-
-def _check_no_run(out: str, overwrite: bool) -> None:
-    """Without --resume, --out must not hold a run, unless --overwrite gives it up."""
-    found = [name for name in RUN_FILES if os.path.exists(os.path.join(out, name))]
-    if found and not overwrite:
-        raise ValueError(
-            f"--out: {out} already holds a run ({', '.join(found)}); pass --resume to continue "
-            "it, --overwrite to replace it, or another --out"
-        )
 
 
 def _train(run: _Run) -> tuple[Any, list[int | None]]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import os
 import typing
 
 import numpy as np
@@ -152,3 +154,20 @@ def config_overrides(args: argparse.Namespace, config_cls: type) -> dict:
     """The `config_cls` fields given on the command line: {name: value}."""
     names = (f.name for f in dataclasses.fields(config_cls))
     return {n: getattr(args, n) for n in names if getattr(args, n) is not None}
+
+
+def check_no_run(out: str, overwrite: bool) -> None:
+    """Without --resume, --out must not hold a run, unless --overwrite gives it up."""
+    found = [name for name in RUN_FILES if os.path.exists(os.path.join(out, name))]
+    if found and not overwrite:
+        raise ValueError(
+            f"--out: {out} already holds a run ({', '.join(found)}); pass --resume to continue "
+            "it, --overwrite to replace it, or another --out"
+        )
+
+
+def clear_run(out: str) -> None:
+    """Removes a run's files from `out` (--overwrite, once every check has passed)."""
+    for name in RUN_FILES:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(out, name))

@@ -248,6 +248,11 @@ def test_command_interrupt_checkpoint_and_resume(tmp_path, monkeypatch):
     assert (tmp_path / "eval.json").exists() and (tmp_path / "prof/decoupled_profile.json").exists()
     with pytest.raises(SystemExit):  # other flags than the checkpoint's
         main(_argv(tmp_path, "--resume", "--actors", "1"))
+    before = (tmp_path / "checkpoint.msgpack").read_bytes()
+    with pytest.raises(SystemExit) as refused:  # a run is there: neither --resume nor --overwrite
+        main(_argv(tmp_path))
+    assert refused.value.code == 2
+    assert (tmp_path / "checkpoint.msgpack").read_bytes() == before
 
 
 def test_bad_input_fails_before_work(capsys):

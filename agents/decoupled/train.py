@@ -27,6 +27,7 @@ from agents.networks import to_policy
 from agents.ppo import PPOConfig
 from agents.presets import config_for
 from agents.structs import Metrics
+from agents.train_args import add_config_flags, check_no_run, clear_run, config_overrides
 from jaxsim.files import finite_json, write_json_atomic
 
 
@@ -39,7 +40,6 @@ def preset_id(env_id: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from agents.train import add_config_flags
 
     p = argparse.ArgumentParser(
         prog="python -m agents.train",
@@ -47,12 +47,15 @@ def build_parser() -> argparse.ArgumentParser:
         "one-jit update.",
     )
     p.add_argument("algorithm", help="ppo (the decoupled mode runs PPO)")
-    p.add_argument("--env", required=True, help="gymnasium/<id>, envpool/<task>, MinAtar/<Game>")
+    p.add_argument(
+        "--env", required=True, help="gymnasium/<id> (original MinAtar too), envpool/<task>"
+    )
     p.add_argument("--seed", type=int, default=0, help="PRNG seed (network, actions, pools)")
     p.add_argument("--seeds", type=int, default=1, help="must be 1 in the decoupled mode")
     p.add_argument("--out", default=None, help="output folder (default runs/<env>)")
     p.add_argument("--checkpoint-every", type=int, default=0, help="updates between checkpoints")
     p.add_argument("--resume", action="store_true", help="continue <out>/checkpoint.msgpack")
+    p.add_argument("--overwrite", action="store_true", help="replace the run in --out")
     p.add_argument("--schedule", choices=list(SCHEDULES), default="reproducible")
     p.add_argument("--actors", type=int, default=2, help="actor threads (must divide num_envs)")
     p.add_argument("--queue-size", type=int, default=1, help="segments an actor may run ahead")
@@ -107,7 +110,6 @@ def _check_out(out: str) -> None:
 
 def main(argv: list[str] | None = None) -> dict:
     """Runs the command; returns a summary (paths, evaluation, profile) for tests and scripts."""
-    from agents.train import config_overrides
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -131,6 +133,10 @@ def main(argv: list[str] | None = None) -> dict:
         dc.check(config)
         out = args.out or os.path.join("runs", args.env.replace("/", "_"))
         _check_out(out)
+        if args.resume and args.overwrite:
+            raise ValueError("--resume continues the run in --out, --overwrite replaces it")
+        if not args.resume:
+            check_no_run(out, args.overwrite)
         if args.profile is not None:
             _check_out(args.profile)
         probe = make_pool(args.env, 1, args.seed)  # the spaces; fails early on a missing extra
@@ -139,6 +145,8 @@ def main(argv: list[str] | None = None) -> dict:
         learner = HostPPO(config, *spaces, args.env, vtrace=args.schedule == "free")
     except (ValueError, TypeError, MissingDependency) as e:
         parser.error(str(e))
+    if args.overwrite:  # every check passed: only now is the old run given up
+        clear_run(out)
     ckpt_path = os.path.join(out, "checkpoint.msgpack")
     meta = {
         "algorithm": "ppo",
