@@ -34,19 +34,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.arguments import split_list, unknown_names
-from benchmarks.formatting import format_duration
-from benchmarks.paths import MANIFEST, RUNS_DIR  # noqa: F401 (MANIFEST: for callers and tests)
-from benchmarks.runner import (
-    SuiteProgress,
-    append_manifest,
-    probe_machine,
-    raise_interrupt,
-    record_path,
-    run_suite,
-    utc,
-)
-from benchmarks.suites import (  # noqa: F401 (Plan, MODES and Suite: for callers and tests)
+from benchmarks.harness.arguments import split_list, unknown_names
+from benchmarks.harness.formatting import format_duration
+from benchmarks.harness.paths import MANIFEST, RUNS_DIR  # noqa: F401 (MANIFEST: for callers and tests)
+from benchmarks.harness.registry import (  # noqa: F401 (Plan, MODES and Suite: for callers and tests)
     BASELINES,
     MODES,
     SUITES,
@@ -55,6 +46,15 @@ from benchmarks.suites import (  # noqa: F401 (Plan, MODES and Suite: for caller
     Suite,
     install_hint,
     suite_available,
+)
+from benchmarks.harness.runner import (
+    SuiteProgress,
+    append_manifest,
+    probe_machine,
+    raise_interrupt,
+    record_path,
+    run_suite,
+    utc,
 )
 
 
@@ -175,7 +175,7 @@ def run(args) -> int:
 def write_report(out_dir: Path, mode: str) -> None:
     """DIR/RESULTS.md and its plots from `out_dir`'s records; prints the summary table, the
     report's path and how to publish. Never touches a tracked file."""
-    from benchmarks.results_report.cli import write_report as write
+    from benchmarks.harness.report.cli import write_report as write
 
     print()
     report = write([out_dir], out_dir / "RESULTS.md", None, True, None, out_dir)
@@ -256,9 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
         "report",
         help="a run's RESULTS.md and plots; --publish: the committed records, RESULTS.md, README",
     )
-    from benchmarks import results_report
+    from benchmarks.harness.report import cli
 
-    results_report.add_arguments(rep)
+    cli.add_arguments(rep)
     sub.add_parser("list", help="the suites and baselines, and which are installed")
     return p
 
@@ -272,9 +272,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             return run(args)
         if args.command == "report":
-            from benchmarks import results_report
+            from benchmarks.harness.report import cli
 
-            return results_report.main_from_args(args)
+            return cli.main_from_args(args)
         return list_things()
     except UsageError as e:
         print(f"python -m benchmarks {args.command}: error: {e}", file=sys.stderr)

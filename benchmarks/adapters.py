@@ -52,17 +52,13 @@ import numpy as np
 
 import jaxsim
 from benchmarks import adapters_loops as loops
-from benchmarks._common import (
-    machine_tag,
-    provenance,
-    time_fn,
-    time_interleaved,
-    write_json_atomic,
-)
-from benchmarks.arguments import int_list, name_list
 from benchmarks.baselines import Skipped
-from benchmarks.formatting import format_rate, format_ratio, format_table
-from benchmarks.paths import RUNS_DIR
+from benchmarks.harness.arguments import int_list, name_list
+from benchmarks.harness.formatting import format_rate, format_ratio, format_table
+from benchmarks.harness.paths import RUNS_DIR
+from benchmarks.harness.provenance import machine_tag, provenance
+from benchmarks.harness.timing import time_fn, time_interleaved
+from jaxsim.files import write_json_atomic
 
 FAMILIES = ("brax", "gymnax", "gymnasium")
 FULL_NUM_ENVS = (16, 256, 2048)

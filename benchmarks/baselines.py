@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxsim
-from benchmarks.suites import install_hint
+from benchmarks.harness.registry import install_hint
 
 # jaxsim's physical state fields per environment, in the order Gymnasium keeps its `state`.
 STATE_FIELDS = {

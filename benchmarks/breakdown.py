@@ -36,14 +36,6 @@ from pathlib import Path
 from typing import Any
 
 import jaxsim
-from benchmarks._common import (
-    append_jsonl,
-    finite_json,
-    machine_tag,
-    provenance,
-    write_json_atomic,
-)
-from benchmarks.arguments import split_list, unknown_names
 from benchmarks.breakdown_cases import (
     ENV_ID,
     OFF_POLICY_PHASES,
@@ -54,8 +46,12 @@ from benchmarks.breakdown_cases import (
     ppo_case,
     rollout_case,
 )
-from benchmarks.formatting import format_table
-from benchmarks.paths import RUNS_DIR
+from benchmarks.harness.arguments import split_list, unknown_names
+from benchmarks.harness.formatting import format_table
+from benchmarks.harness.paths import RUNS_DIR
+from benchmarks.harness.provenance import machine_tag, provenance
+from benchmarks.harness.record import append_jsonl
+from jaxsim.files import finite_json, write_json_atomic
 from jaxsim.profiler import COMPILE, DISPATCH, IDLE, PYTHON, UNSCOPED, plot_stacked
 
 # Host and idle categories in greys, so that the device's work stands out.

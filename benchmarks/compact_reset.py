@@ -32,10 +32,12 @@ import jax
 import numpy as np
 
 import jaxsim
-from benchmarks._common import machine_tag, provenance, time_interleaved, write_json_atomic
-from benchmarks.arguments import int_list
-from benchmarks.formatting import format_rate, format_table
-from benchmarks.paths import RUNS_DIR
+from benchmarks.harness.arguments import int_list
+from benchmarks.harness.formatting import format_rate, format_table
+from benchmarks.harness.paths import RUNS_DIR
+from benchmarks.harness.provenance import machine_tag, provenance
+from benchmarks.harness.timing import time_interleaved
+from jaxsim.files import write_json_atomic
 
 VARIANTS = {"whole": False, "compact": True}
 PACKAGES = ("brax", "mujoco", "gymnax")

@@ -39,18 +39,14 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxsim
-from benchmarks._common import (
-    append_jsonl,
-    finite_json,
-    machine_tag,
-    provenance,
-    time_fn,
-    write_json_atomic,
-)
-from benchmarks.arguments import int_list, name_list
-from benchmarks.formatting import format_rate, format_table
-from benchmarks.paths import RUNS_DIR
+from benchmarks.harness.arguments import int_list, name_list
+from benchmarks.harness.formatting import format_rate, format_table
+from benchmarks.harness.paths import RUNS_DIR
+from benchmarks.harness.provenance import machine_tag, provenance
+from benchmarks.harness.record import append_jsonl
+from benchmarks.harness.timing import time_fn
 from jaxsim import FusedConfig, OpenLoopPolicy
+from jaxsim.files import finite_json, write_json_atomic
 from jaxsim.fused.block import pad_mlp
 from jaxsim.transition import STEP_OUTPUTS
 

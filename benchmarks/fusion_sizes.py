@@ -39,17 +39,13 @@ import jax
 
 import jaxsim
 from benchmarks import fusion
-from benchmarks._common import (
-    append_jsonl,
-    finite_json,
-    machine_tag,
-    provenance,
-    write_json_atomic,
-)
-from benchmarks.arguments import int_list, name_list
-from benchmarks.formatting import format_rate
-from benchmarks.paths import RUNS_DIR
+from benchmarks.harness.arguments import int_list, name_list
+from benchmarks.harness.formatting import format_rate
+from benchmarks.harness.paths import RUNS_DIR
+from benchmarks.harness.provenance import machine_tag, provenance
+from benchmarks.harness.record import append_jsonl
 from benchmarks.results_report.sizes_tables import PUBLISHED, plot_sizes, sizes_table
+from jaxsim.files import finite_json, write_json_atomic
 
 ENV_ID = "Swarm-v0"
 SIZES = (1, 4, 16, 64, 256, 1024)

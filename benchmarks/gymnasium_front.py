@@ -34,9 +34,10 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._common import machine_tag, provenance, write_json_atomic
-from benchmarks.formatting import format_rate, format_table
-from benchmarks.paths import REPO_ROOT, RUNS_DIR
+from benchmarks.harness.formatting import format_rate, format_table
+from benchmarks.harness.paths import REPO_ROOT, RUNS_DIR
+from benchmarks.harness.provenance import machine_tag, provenance
+from jaxsim.files import write_json_atomic
 
 ENV_ID = "CartPole-v1"
 # configuration -> (CPU dispatch, pinned to one core)

@@ -29,13 +29,14 @@ import sys
 import traceback
 from pathlib import Path
 
-from benchmarks._common import finite_json, machine_tag, provenance, write_json_atomic
-from benchmarks.arguments import split_list, unknown_names
 from benchmarks.breakdown import CATEGORIES, COLORS, measure
 from benchmarks.breakdown_cases import Skipped, agent_case
-from benchmarks.formatting import format_table
+from benchmarks.harness.arguments import split_list, unknown_names
+from benchmarks.harness.formatting import format_table
+from benchmarks.harness.paths import RUNS_DIR
+from benchmarks.harness.provenance import machine_tag, provenance
 from benchmarks.offpolicy_sb3 import gymnasium_loops
-from benchmarks.paths import RUNS_DIR
+from jaxsim.files import finite_json, write_json_atomic
 
 # environment -> (on-policy, off-policy) algorithms compared on it
 PAIRS = {"CartPole-v1": ("ppo", "dqn"), "Pendulum-v1": ("ppo", "sac")}

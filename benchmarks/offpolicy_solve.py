@@ -36,20 +36,16 @@ import numpy as np
 import jaxsim
 from agents.algorithms import agent_type
 from agents.presets import config_for
-from benchmarks._common import (
-    CompileWatcher,
-    append_jsonl,
-    finite_json,
-    machine_tag,
-    provenance,
-    write_json_atomic,
-)
-from benchmarks.arguments import split_list, unknown_names
-from benchmarks.formatting import format_seconds, format_table, format_verdict
+from benchmarks.harness.arguments import split_list, unknown_names
+from benchmarks.harness.formatting import format_seconds, format_table, format_verdict
+from benchmarks.harness.paths import RUNS_DIR
+from benchmarks.harness.provenance import machine_tag, provenance
+from benchmarks.harness.record import append_jsonl
+from benchmarks.harness.timing import CompileWatcher
 from benchmarks.offpolicy_sb3 import learn_to_return, sb3_missing, sb3_versions, set_torch_threads
-from benchmarks.paths import RUNS_DIR
 from benchmarks.ppo_sb3 import TARGETS
 from benchmarks.results_report.solve_tables import UNDECIDED
+from jaxsim.files import finite_json, write_json_atomic
 
 CASES = {"dqn": "CartPole-v1", "sac": "Pendulum-v1"}  # algorithm -> the env it must solve
 EVAL_EVERY = {"dqn": 2000, "sac": 1000}  # env steps between evaluations, both sides

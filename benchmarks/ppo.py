@@ -36,21 +36,17 @@ from agents import logs
 from agents.loop import run_chunks
 from agents.ppo import PPO
 from agents.presets import config_for, target_for
-from benchmarks._common import (
-    CompileWatcher,
-    append_jsonl,
-    finite_json,
-    machine_tag,
-    provenance,
-    write_json_atomic,
-)
-from benchmarks.arguments import split_list
-from benchmarks.formatting import format_ratio, format_seconds, format_table
-from benchmarks.paths import RUNS_DIR
+from benchmarks.harness.arguments import split_list
+from benchmarks.harness.formatting import format_ratio, format_seconds, format_table
+from benchmarks.harness.paths import RUNS_DIR
+from benchmarks.harness.provenance import machine_tag, provenance
+from benchmarks.harness.record import append_jsonl
+from benchmarks.harness.timing import CompileWatcher
 from benchmarks.ppo_gpu import gpu_training_sps
 from benchmarks.ppo_process import whole_process
 from benchmarks.ppo_sb3 import SB3_CARTPOLE, TARGETS, sb3_baseline
 from jaxsim import compile_cache
+from jaxsim.files import finite_json, write_json_atomic
 
 
 # ------------------------------------------------------------------------------------ jaxsim PPO

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.paths import REPO_ROOT
+from benchmarks.harness.paths import REPO_ROOT
 
 
 def _timed(cmd: list[str]) -> float:

@@ -32,14 +32,11 @@ import numpy as np
 from flax import struct
 
 import jaxsim
-from benchmarks._common import (
-    machine_tag,
-    provenance,
-    time_fn,
-    write_json_atomic,
-)
-from benchmarks.formatting import format_rate, format_table
-from benchmarks.paths import RUNS_DIR
+from benchmarks.harness.formatting import format_rate, format_table
+from benchmarks.harness.paths import RUNS_DIR
+from benchmarks.harness.provenance import machine_tag, provenance
+from benchmarks.harness.timing import time_fn
+from jaxsim.files import write_json_atomic
 from jaxsim.params import field
 
 CLASSIC = ("CartPole-v1", "Pendulum-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1")

@@ -40,17 +40,12 @@ from typing import Any
 import numpy as np
 
 from benchmarks import baselines
-from benchmarks._common import (
-    append_jsonl,
-    finite_json,
-    machine_tag,
-    provenance,
-    write_json_atomic,
-)
-from benchmarks.arguments import int_list, name_list
 from benchmarks.baselines import Skipped
-from benchmarks.formatting import format_rate, format_table
-from benchmarks.paths import RUNS_DIR
+from benchmarks.harness.arguments import int_list, name_list
+from benchmarks.harness.formatting import format_rate, format_table
+from benchmarks.harness.paths import RUNS_DIR
+from benchmarks.harness.provenance import machine_tag, provenance
+from benchmarks.harness.record import append_jsonl
 from benchmarks.throughput_adapters import (
     bench_envpool,
     bench_gymnasium_async,
@@ -67,6 +62,7 @@ from benchmarks.throughput_jaxsim import (
     check_physics_only,
     gymnasium_episode_length,
 )
+from jaxsim.files import finite_json, write_json_atomic
 
 FULL_NUM_ENVS = (1, 16, 256, 4096, 65536)
 QUICK_NUM_ENVS = (1, 16, 256, 4096)

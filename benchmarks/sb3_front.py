@@ -26,10 +26,11 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks._common import machine_tag, provenance, write_json_atomic
-from benchmarks.formatting import format_table
-from benchmarks.paths import RUNS_DIR
+from benchmarks.harness.formatting import format_table
+from benchmarks.harness.paths import RUNS_DIR
+from benchmarks.harness.provenance import machine_tag, provenance
 from benchmarks.ppo_sb3 import SB3_CARTPOLE, sb3_cartpole_ppo
+from jaxsim.files import write_json_atomic
 
 ROUTES = ("jaxsim", "gymnasium")
 

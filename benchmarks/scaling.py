@@ -33,10 +33,12 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 
 import jaxsim
-from benchmarks._common import machine_tag, provenance, time_fn, write_json_atomic
-from benchmarks.arguments import int_list, split_list
-from benchmarks.formatting import format_rate, format_table
-from benchmarks.paths import REPO_ROOT, RUNS_DIR
+from benchmarks.harness.arguments import int_list, split_list
+from benchmarks.harness.formatting import format_rate, format_table
+from benchmarks.harness.paths import REPO_ROOT, RUNS_DIR
+from benchmarks.harness.provenance import machine_tag, provenance
+from benchmarks.harness.timing import time_fn
+from jaxsim.files import write_json_atomic
 
 
 def _mesh(devices: int) -> Mesh:

@@ -15,8 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from benchmarks import baselines
-from benchmarks._common import time_fn
 from benchmarks.baselines import Skipped, require
+from benchmarks.harness.timing import time_fn
 from benchmarks.throughput_config import Config, Measured, observation_size, record_check
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 import jaxsim
-from benchmarks._common import Timing
+from benchmarks.harness.timing import Timing
 
 ENV_ID = "CartPole-v1"
 ENV_IDS = ("CartPole-v1", "Pendulum-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1")

@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxsim
-from benchmarks._common import time_fn
 from benchmarks.baselines import Skipped, require
+from benchmarks.harness.timing import time_fn
 from benchmarks.throughput_config import ENV_ID, Config, Measured, record_check
 
 # Random-policy CartPole-v1 episodes last ~22 steps on average.

@@ -9,7 +9,7 @@ import pytest
 from benchmarks import adapters
 from benchmarks import adapters_loops as loops
 from benchmarks.baselines import Skipped
-from benchmarks.results_report.validation import record_problems
+from benchmarks.harness.report.validation import record_problems
 
 
 def test_tiny_run_writes_a_valid_record(tmp_path):

@@ -17,10 +17,11 @@ if str(_REPO) not in sys.path:
 from test_benchmarks import PROVENANCE_FIELDS, _point, _prov  # noqa: E402
 
 from benchmarks import __main__ as front  # noqa: E402
-from benchmarks import _common, results_report  # noqa: E402
 from benchmarks import rollout_throughput as rt  # noqa: E402
-from benchmarks.results_report import cli  # noqa: E402
-from benchmarks.suites import install_hint  # noqa: E402
+from benchmarks.harness import report as results_report  # noqa: E402
+from benchmarks.harness.record import read_jsonl  # noqa: E402
+from benchmarks.harness.registry import install_hint  # noqa: E402
+from benchmarks.harness.report import cli  # noqa: E402
 
 
 def _clone(tmp_path) -> Path:
@@ -53,7 +54,7 @@ def test_smoke_run_in_a_clone_writes_under_runs_and_changes_no_tracked_file(tmp_
     (out,) = (clone / "runs" / "bench").iterdir()
     assert f"report: {out / 'RESULTS.md'}" in proc.stdout
     assert "| jaxsim (scan)" in proc.stdout  # the summary table
-    entries = _common.read_jsonl(out / front.MANIFEST)
+    entries = read_jsonl(out / front.MANIFEST)
     by_suite = {e["suite"]: e for e in entries if e.get("event") != "run"}
     assert {k: v["status"] for k, v in by_suite.items()} == {
         "throughput": "ok",
@@ -141,7 +142,7 @@ def test_report_publishes_only_when_asked(tmp_path, monkeypatch):
         "rollout_throughput_cpu2_h_quick.json",
         "runs.jsonl",
     ]
-    log = _common.read_jsonl(published / front.MANIFEST)
+    log = read_jsonl(published / front.MANIFEST)
     assert [e["run_id"] for e in log] == ["r0", "r1"]
     assert "20M" in md.read_text() and "20M" in readme.read_text()
     assert "old" not in readme.read_text()

@@ -13,8 +13,10 @@ _REPO = str(Path(__file__).resolve().parents[1])
 if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
-from benchmarks import _common, arguments, formatting  # noqa: E402
 from benchmarks import rollout_throughput as rt  # noqa: E402
+from benchmarks.harness import arguments, formatting, provenance, timing  # noqa: E402
+from benchmarks.harness.record import append_jsonl, read_jsonl  # noqa: E402
+from jaxsim.files import write_json_atomic  # noqa: E402
 
 TINY = ["--repeats", "1", "--min-time", "0", "--steps-per-call", "256"]
 OPTIONAL_IMPLS = rt.IMPLS.keys() - {"jaxsim", "physics_only"}
@@ -94,30 +96,30 @@ def test_sync_vector_env_is_skipped_at_65536():
 
 def test_write_json_atomic_leaves_no_partial_file(tmp_path):
     path = tmp_path / "out.json"
-    _common.write_json_atomic(path, {"a": 1})
+    write_json_atomic(path, {"a": 1})
     assert path.stat().st_mode & 0o044  # readable beyond its owner, unlike mkstemp's 0600
     with pytest.raises(TypeError):
-        _common.write_json_atomic(path, {"a": 2, "bad": object()})
+        write_json_atomic(path, {"a": 2, "bad": object()})
     assert json.loads(path.read_text()) == {"a": 1}
     with pytest.raises(ValueError):  # NaN is not JSON
-        _common.write_json_atomic(tmp_path / "new.json", {"x": float("nan")})
+        write_json_atomic(tmp_path / "new.json", {"x": float("nan")})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
 
 
 def test_append_jsonl_keeps_finished_records(tmp_path):
     path = tmp_path / "log.jsonl"
-    _common.append_jsonl(path, {"i": 0})
-    _common.append_jsonl(path, {"i": 1})
+    append_jsonl(path, {"i": 0})
+    append_jsonl(path, {"i": 1})
     with pytest.raises(TypeError):
-        _common.append_jsonl(path, {"i": object()})
+        append_jsonl(path, {"i": object()})
     with open(path, "a") as f:  # a crash in the middle of a write
         f.write('{"i": 2, "tor')
-    assert _common.read_jsonl(path) == [{"i": 0}, {"i": 1}]
+    assert read_jsonl(path) == [{"i": 0}, {"i": 1}]
 
 
 def test_time_fn_separates_compile_and_sees_retraces():
     f = jax.jit(lambda x: jnp.sin(x).sum())
-    t = _common.time_fn(lambda: f(jnp.ones(7)), repeats=3, min_time=0.01)
+    t = timing.time_fn(lambda: f(jnp.ones(7)), repeats=3, min_time=0.01)
     assert len(t.samples_s) == 3 and all(c >= 1 for c in t.calls_per_repeat)
     assert t.min_s <= t.median_s <= t.max_s
     assert t.compile_s is not None and 0 < t.compile_s <= t.first_call_s
@@ -129,16 +131,16 @@ def test_time_fn_separates_compile_and_sees_retraces():
         raise AssertionError("wrong output")
 
     with pytest.raises(AssertionError, match="wrong output"):  # checked before any timing
-        _common.time_fn(lambda: calls.append(1), repeats=3, check=reject)
+        timing.time_fn(lambda: calls.append(1), repeats=3, check=reject)
     assert len(calls) == 1
 
     new_shapes = iter([jnp.ones(k) for k in range(1, 5)])
-    t = _common.time_fn(lambda: f(next(new_shapes)), repeats=2)
+    t = timing.time_fn(lambda: f(next(new_shapes)), repeats=2)
     assert t.compiles_during_timing == 3  # warm-up + 2 repeats, each a new shape
 
 
 def test_provenance_and_formatting():
-    p = _common.provenance(packages=("gymnasium", "surely-not-installed-pkg"))
+    p = provenance.provenance(packages=("gymnasium", "surely-not-installed-pkg"))
     assert PROVENANCE_FIELDS <= set(p)
     assert p["versions"]["surely-not-installed-pkg"] is None
     assert p["commit"] == "unknown" or len(p["commit"].removesuffix("-dirty")) == 40
@@ -202,7 +204,7 @@ def test_missing_optional_baselines_are_skipped_not_zero(tmp_path, monkeypatch):
 
 # -------------------------------------------------------------------------------- front door
 from benchmarks import __main__ as front  # noqa: E402
-from benchmarks import results_report  # noqa: E402
+from benchmarks.harness import report as results_report  # noqa: E402
 
 
 def test_front_door_rejects_bad_input_before_running(tmp_path, capsys, monkeypatch):
@@ -298,7 +300,7 @@ def test_front_door_keeps_finished_records_when_a_suite_fails_or_hangs(tmp_path,
     for name in ("ok", "crash", "gone", "hang"):
         argv += ["--suite", name]
     assert front.main(argv) == 1  # some failed, and the run carried on past them
-    entries = _common.read_jsonl(out / front.MANIFEST)
+    entries = read_jsonl(out / front.MANIFEST)
     by_suite = {e["suite"]: e for e in entries if e.get("event") != "run"}
     assert (
         by_suite["ok"]["status"] == "ok"
@@ -317,7 +319,7 @@ def test_front_door_keeps_finished_records_when_a_suite_fails_or_hangs(tmp_path,
     assert summary["event"] == "run" and summary["suites"]["ok"] == "ok"
     # Append-only: a second run adds lines and leaves the first run's intact.
     assert front.main([*argv[:-6], "--suite", "ok"]) == 0
-    assert _common.read_jsonl(out / front.MANIFEST)[: len(entries)] == entries
+    assert read_jsonl(out / front.MANIFEST)[: len(entries)] == entries
 
 
 # ------------------------------------------------------------------------------------ report

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.formatting import format_rate, format_ratio, format_table
-from benchmarks.results_report.markdown import provenance_block
-from benchmarks.results_report.records import Record
+from benchmarks.harness.formatting import format_rate, format_ratio, format_table
+from benchmarks.harness.report.markdown import provenance_block
+from benchmarks.harness.report.records import Record
 
 
 def adapters_section(r: Record, base: Path) -> str:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmarks.formatting import format_rate, format_ratio, format_table
-from benchmarks.results_report.markdown import image, provenance_block
-from benchmarks.results_report.records import OFF_POLICY_REASON, Record
+from benchmarks.harness.formatting import format_rate, format_ratio, format_table
+from benchmarks.harness.report.markdown import image, provenance_block
+from benchmarks.harness.report.records import OFF_POLICY_REASON, Record
 
 BREAKDOWN_CATEGORIES = (
     "simulation",

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.formatting import (
+from benchmarks.harness.formatting import (
     format_mean_std,
     format_rate,
     format_ratio,
     format_seconds,
     format_table,
 )
-from benchmarks.results_report.markdown import image, link, provenance_block
-from benchmarks.results_report.records import Record
+from benchmarks.harness.report.markdown import image, link, provenance_block
+from benchmarks.harness.report.records import Record
 
 
 def ppo_section(r: Record, base: Path, plot: Path | None) -> str:

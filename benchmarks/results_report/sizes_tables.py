@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmarks.formatting import format_table
-from benchmarks.results_report.markdown import image, provenance_block
-from benchmarks.results_report.records import Record
+from benchmarks.harness.formatting import format_table
+from benchmarks.harness.report.markdown import image, provenance_block
+from benchmarks.harness.report.records import Record
 
 PUBLISHED = {"cartpole": 11.3, "largest": 1024.0}  # arXiv 2207.07736, fused vs unfused steps
 
@@ -33,7 +33,7 @@ def sizes_table(rows) -> str:
 
 def plot_sizes(result: dict[str, Any], path: Path) -> Path:
     """Predicted and measured fused/scan against state bytes per environment (matplotlib)."""
-    from benchmarks.results_report.plots import _pyplot, _save
+    from benchmarks.harness.report.plots import _pyplot, _save
 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.4))

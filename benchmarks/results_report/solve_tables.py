@@ -6,15 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmarks.formatting import (
+from benchmarks.harness.formatting import (
     format_mean_std,
     format_ratio,
     format_seconds,
     format_table,
     format_verdict,
 )
-from benchmarks.results_report.markdown import provenance_block
-from benchmarks.results_report.records import Record
+from benchmarks.harness.report.markdown import provenance_block
+from benchmarks.harness.report.records import Record
 
 # A speedup that is a lower bound (SB3 short of the return) under the target decides nothing.
 UNDECIDED = "undecided, SB3 short of the return"

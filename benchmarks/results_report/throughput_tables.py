@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.formatting import format_rate, format_ratio, format_seconds, format_table
-from benchmarks.results_report.markdown import image, provenance_block
-from benchmarks.results_report.records import Record
+from benchmarks.harness.formatting import format_rate, format_ratio, format_seconds, format_table
+from benchmarks.harness.report.markdown import image, provenance_block
+from benchmarks.harness.report.records import Record
 
 ENV_ORDER = (
     "CartPole-v1",

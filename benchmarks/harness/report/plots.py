@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from benchmarks.results_report.records import Record
+from benchmarks.harness.report.records import Record
 from benchmarks.results_report.throughput_tables import (
     IMPL_COLORS,
     IMPL_LABELS,

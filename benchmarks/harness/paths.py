@@ -7,7 +7,7 @@ and rewrites benchmarks/RESULTS.md and the README's results section.
 
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 # The published records, RESULTS.md's sources: changed only by `report --publish`.
 RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
 # Where runs write: one folder per front-door run; a suite run on its own writes here directly.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from benchmarks.results_report.records import Record
+from benchmarks.harness.report.records import Record
 
 
 def link(path: Path, base: Path, text: str | None = None) -> str:

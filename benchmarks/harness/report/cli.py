@@ -13,10 +13,10 @@ import datetime
 import sys
 from pathlib import Path
 
-from benchmarks.paths import MANIFEST, REPO_ROOT, RESULTS_DIR, RUNS_DIR
-from benchmarks.results_report.document import Report, build
-from benchmarks.results_report.readme import update_readme, write_text_atomic
-from benchmarks.results_report.records import MODE_ORDER
+from benchmarks.harness.paths import MANIFEST, REPO_ROOT, RESULTS_DIR, RUNS_DIR
+from benchmarks.harness.report.document import Report, build
+from benchmarks.harness.report.readme import update_readme, write_text_atomic
+from benchmarks.harness.report.records import MODE_ORDER
 
 PROG = "python -m benchmarks report"
 RESULTS_MD = REPO_ROOT / "benchmarks" / "RESULTS.md"
@@ -177,16 +177,10 @@ def write_report(
 
 def main(argv=None, published: Path = RESULTS_DIR) -> int:
     """`published`: where `--publish` puts records (the committed benchmarks/results/)."""
-    from benchmarks import results_report
-
     p = argparse.ArgumentParser(
-        prog="python -m benchmarks.results_report",
-        description=results_report.__doc__,
+        prog=PROG,
+        description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_arguments(p)
     return main_from_args(p.parse_args(argv), published)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -9,16 +9,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.formatting import format_seconds, format_table
-from benchmarks.results_report.adapters_tables import adapters_section
-from benchmarks.results_report.breakdown_tables import breakdown_section, offpolicy_section
-from benchmarks.results_report.fusion_tables import fusion_section
-from benchmarks.results_report.headline import headline_table
-from benchmarks.results_report.markdown import link
-from benchmarks.results_report.plots import plot_fusion, plot_ppo, plot_throughput
-from benchmarks.results_report.ppo_tables import ppo_section
-from benchmarks.results_report.readme import readme_section, summary_text
-from benchmarks.results_report.records import (
+from benchmarks.harness.formatting import format_seconds, format_table
+from benchmarks.harness.report.headline import headline_table
+from benchmarks.harness.report.markdown import link
+from benchmarks.harness.report.plots import plot_fusion, plot_ppo, plot_throughput
+from benchmarks.harness.report.readme import readme_section, summary_text
+from benchmarks.harness.report.records import (
     MODE_ORDER,
     OFF_POLICY_TIME_TO_SOLVE,
     InvalidRecord,
@@ -29,6 +25,10 @@ from benchmarks.results_report.records import (
     select,
     would_have_been_chosen,
 )
+from benchmarks.results_report.adapters_tables import adapters_section
+from benchmarks.results_report.breakdown_tables import breakdown_section, offpolicy_section
+from benchmarks.results_report.fusion_tables import fusion_section
+from benchmarks.results_report.ppo_tables import ppo_section
 from benchmarks.results_report.scaling_tables import scaling_section
 from benchmarks.results_report.sizes_tables import plot_sizes, sizes_section
 from benchmarks.results_report.solve_tables import solve_section

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.paths import MANIFEST
-from benchmarks.results_report.validation import record_problems
+from benchmarks.harness.paths import MANIFEST
+from benchmarks.harness.report.validation import record_problems
 
 BENCHMARKS = (
     "rollout_throughput",

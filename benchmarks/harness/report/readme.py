@@ -7,10 +7,10 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.formatting import format_rate, format_table
-from benchmarks.results_report.headline import headline_table
+from benchmarks.harness.formatting import format_rate, format_table
+from benchmarks.harness.report.headline import headline_table
+from benchmarks.harness.report.records import Record
 from benchmarks.results_report.ppo_tables import ppo_summary
-from benchmarks.results_report.records import Record
 from benchmarks.results_report.throughput_tables import (
     IMPL_LABELS,
     ordered_impls,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from benchmarks.formatting import format_ratio, format_table
+from benchmarks.harness.formatting import format_ratio, format_table
+from benchmarks.harness.report.records import BENCHMARKS, Record
 from benchmarks.results_report.breakdown_tables import percent, share
 from benchmarks.results_report.fusion_tables import fusion_ratios
-from benchmarks.results_report.records import BENCHMARKS, Record
 from benchmarks.results_report.solve_tables import solve_summary
 from benchmarks.results_report.throughput_tables import same_run_ratios, throughput_envs
 

@@ -16,9 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.formatting import format_duration
-from benchmarks.paths import MANIFEST, REPO_ROOT
-from benchmarks.suites import Plan, Suite, suite_available
+from benchmarks.harness.formatting import format_duration
+from benchmarks.harness.paths import MANIFEST, REPO_ROOT
+from benchmarks.harness.record import append_jsonl
+from benchmarks.harness.registry import Plan, Suite, suite_available
 
 
 def utc() -> str:
@@ -32,7 +33,7 @@ def probe_machine(timeout: float = 300) -> dict[str, Any]:
     the suites run, so a short-lived child answers instead.
     """
     code = (
-        "import json; from benchmarks._common import machine_tag, provenance; "
+        "import json; from benchmarks.harness.provenance import machine_tag, provenance; "
         "print(json.dumps({'machine_tag': machine_tag(), 'provenance': provenance()}))"
     )
     out = subprocess.run(
@@ -202,6 +203,4 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def append_manifest(out_dir: Path, entry: dict[str, Any]) -> None:
-    from benchmarks._common import append_jsonl  # imports jax, which stays uninitialised
-
     append_jsonl(out_dir / MANIFEST, entry)
