@@ -20,7 +20,7 @@ import statistics
 import time
 from typing import Any
 
-from benchmarks.harness.registry import install_hint
+from benchmarks.harness.optional import install_hint
 from benchmarks.ppo_sb3 import SB3_CARTPOLE, eval_until_return, first_reach, sb3_cartpole_ppo
 
 # rl-baselines3-zoo hyperparameters (github.com/DLR-RM/rl-baselines3-zoo), by (algorithm, env).

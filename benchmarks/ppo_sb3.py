@@ -15,7 +15,7 @@ import statistics
 import time
 
 from agents.presets import TARGETS as _PRESET_TARGETS
-from benchmarks.harness.registry import install_hint
+from benchmarks.harness.optional import install_hint
 
 TARGETS = _PRESET_TARGETS["ppo"]  # where the train command stops: "solved" on both sides
 # rl-baselines3-zoo's hyperparams/ppo.yml, CartPole-v1 (lin_x: linear decay from x to 0).

@@ -14,14 +14,15 @@ _REPO = Path(__file__).resolve().parents[1]
 if str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
-from test_benchmarks import PROVENANCE_FIELDS, _point, _prov  # noqa: E402
+from test_benchmarks import PROVENANCE_FIELDS  # noqa: E402
+from test_benchmarks_report import _point, _prov  # noqa: E402
 
 from benchmarks import __main__ as front  # noqa: E402
-from benchmarks import rollout_throughput as rt  # noqa: E402
-from benchmarks.harness import report as results_report  # noqa: E402
+from benchmarks.harness import registry  # noqa: E402
+from benchmarks.harness.optional import install_hint  # noqa: E402
 from benchmarks.harness.record import read_jsonl  # noqa: E402
-from benchmarks.harness.registry import install_hint  # noqa: E402
 from benchmarks.harness.report import cli  # noqa: E402
+from benchmarks.rollout_throughput import measure as rt  # noqa: E402
 
 
 def _clone(tmp_path) -> Path:
@@ -50,7 +51,7 @@ def test_smoke_run_in_a_clone_writes_under_runs_and_changes_no_tracked_file(tmp_
         ["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True
     )
     assert status.stdout == "", status.stdout  # nothing tracked changed, nothing new unignored
-    assert "[6/8] breakdown: ok" in proc.stdout  # the progress display
+    assert "[5/8] breakdown: ok" in proc.stdout  # the progress display
     (out,) = (clone / "runs" / "bench").iterdir()
     assert f"report: {out / 'RESULTS.md'}" in proc.stdout
     assert "| jaxsim (scan)" in proc.stdout  # the summary table
@@ -66,10 +67,11 @@ def test_smoke_run_in_a_clone_writes_under_runs_and_changes_no_tracked_file(tmp_
         "scaling": "ok",
         "adapters": "ok",
     }
-    for name in front.SUITES:
+    for name in registry.runnable():
         record = json.loads((out / by_suite[name]["record"]).read_text())
         assert PROVENANCE_FIELDS <= set(record["provenance"]), name
-        assert record["provenance"]["command"].startswith(f"python -m {front.SUITES[name].module}")
+        module = registry.SUITES[name].module
+        assert record["provenance"]["command"].startswith(f"python -m {module}")
     rt_record = json.loads((out / by_suite["throughput"]["record"]).read_text())
     assert rt_record["env_ids"] == ["CartPole-v1", "Pendulum-v1"]
     ok = [r for r in rt_record["results"] if r["status"] == "ok"]
@@ -96,7 +98,7 @@ def test_smoke_run_in_a_clone_writes_under_runs_and_changes_no_tracked_file(tmp_
     published = tmp_path / "published"
     published.mkdir()
     argv = ["--publish", "--results", str(out), "--out", str(tmp_path / "R.md"), "--no-readme"]
-    assert results_report.main(argv, published=published) == 2
+    assert cli.main(argv, published=published) == 2
     assert not list(published.iterdir())
 
 
@@ -129,14 +131,14 @@ def test_report_publishes_only_when_asked(tmp_path, monkeypatch):
     # Without --publish: the newest run's report beside its records; no README, nothing copied.
     published = tmp_path / "published"
     published.mkdir()
-    assert results_report.main([], published=published) == 0
+    assert cli.main([], published=published) == 0
     assert "30M" in (second / "RESULTS.md").read_text()
     assert not list(published.iterdir()) and "old" in readme.read_text()
     # --publish: the run's records and run log copied, then the published report and README.
     (published / front.MANIFEST).write_text('{"run_id": "r0", "event": "run"}\n')
     md = tmp_path / "RESULTS.md"
     argv = ["--publish", "--results", str(first), "--out", str(md), "--readme", str(readme)]
-    assert results_report.main(argv, published=published) == 0
+    assert cli.main(argv, published=published) == 0
     assert sorted(p.name for p in published.iterdir()) == [
         "report_rollout_throughput_cpu2_h_quick.png",
         "rollout_throughput_cpu2_h_quick.json",

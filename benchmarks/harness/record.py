@@ -25,10 +25,12 @@ def finish(
     table: str,
     failures: Sequence[Any] = (),
     partial: Path | None = None,
+    beside: Path | None = None,
 ) -> int:
     """Writes `record` to `out` atomically (NaN and infinities as null), removes the `partial`
-    results file it replaces, prints `table` and where the record went; returns the exit
-    status: 1 (after naming them) if there are `failures`, else 0."""
+    results file it replaces, prints `table` and where the record (and the file `beside` it,
+    a plot) went; returns the exit status: 1 (after naming them) if there are `failures`,
+    else 0."""
     from jaxsim.files import finite_json, write_json_atomic  # imports jax
 
     write_json_atomic(out, finite_json(record))
@@ -38,7 +40,7 @@ def finish(
         print()
         print(table)
     took = f" ({record['wall_s']} s)" if record.get("wall_s") is not None else ""
-    print(f"\nwrote {out}{took}")
+    print(f"\nwrote {out}" + (f" and {beside}" if beside else "") + took)
     if failures:
         print(f"FAILED: {', '.join(map(str, failures))}")
         return 1

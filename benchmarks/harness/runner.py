@@ -19,7 +19,8 @@ from typing import Any
 from benchmarks.harness.formatting import format_duration
 from benchmarks.harness.paths import MANIFEST, REPO_ROOT
 from benchmarks.harness.record import append_jsonl
-from benchmarks.harness.registry import Plan, Suite, suite_available
+from benchmarks.harness.registry import suite_available
+from benchmarks.harness.suite import Plan, Suite
 
 
 def utc() -> str:
@@ -91,7 +92,7 @@ class SuiteProgress:
 
 def record_path(out_dir: Path, suite: Suite, tag: str, mode: str) -> Path:
     suffix = "" if mode == "full" else f"_{mode}"
-    return out_dir / f"{suite.record_stem}_{tag}{suffix}.json"
+    return out_dir / f"{suite.benchmark}_{tag}{suffix}.json"
 
 
 def _mtime(path: Path) -> int | None:

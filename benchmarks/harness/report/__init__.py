@@ -13,11 +13,7 @@ newest of `--mode`. A record that cannot be read, lacks a field or holds a zero,
 non-finite figure is not used: it is named, with the field, in RESULTS.md and on stderr, and an
 older record shown in its place says so.
 
-Modules: records (loading and choosing), validation (the fields each record needs), one
-*_tables module per section, headline, plots, document (RESULTS.md), readme, cli.
+Modules: records (finding, checking and choosing records), schema (the field checks each suite's
+schema is written with), document (RESULTS.md, one section per suite of the registry, each drawn
+by the suite's own report module), headline, readme, plots, markdown, publish, cli.
 """
-
-from benchmarks.harness.report.cli import add_arguments, main, main_from_args
-from benchmarks.harness.report.readme import BEGIN, END
-
-__all__ = ["BEGIN", "END", "add_arguments", "main", "main_from_args"]

@@ -2,8 +2,10 @@
 
 Without `--publish` no tracked file is touched: the report of a run (by default the newest under
 runs/bench/) goes beside its records. `--publish` is the explicit act that refreshes the
-project's figures: it copies the given runs' records into benchmarks/results/, then rewrites
-benchmarks/RESULTS.md, its plots and the README's results section from the published records.
+project's figures: it checks every file of the given runs, publishes nothing if any record is
+invalid, then copies their records into benchmarks/results/ and rewrites benchmarks/RESULTS.md,
+its plots and the README's results section from the published records. Every file under the
+record folders that the report does not use is named on stderr.
 """
 
 from __future__ import annotations
@@ -13,16 +15,16 @@ import datetime
 import sys
 from pathlib import Path
 
+from benchmarks.harness import registry
 from benchmarks.harness.paths import MANIFEST, REPO_ROOT, RESULTS_DIR, RUNS_DIR
-from benchmarks.harness.report.document import Report, build
+from benchmarks.harness.report.document import Report, build, checks
+from benchmarks.harness.report.publish import PublishError, publish
 from benchmarks.harness.report.readme import update_readme, write_text_atomic
 from benchmarks.harness.report.records import MODE_ORDER
 
 PROG = "python -m benchmarks report"
 RESULTS_MD = REPO_ROOT / "benchmarks" / "RESULTS.md"
 README = REPO_ROOT / "README.md"
-# Files of a run that the report makes (never published as records) or that are transient.
-_NOT_RECORDS = ("RESULTS.md", "report_*.png", "*.partial.jsonl", ".*")
 
 
 class ReportError(Exception):
@@ -41,7 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--publish",
         action="store_true",
-        help="copy the --results runs' records into benchmarks/results/, then rewrite "
+        help="check the --results runs (any invalid record: nothing is published), copy their "
+        "records into benchmarks/results/, then rewrite "
         "benchmarks/RESULTS.md, its plots and the README's results section (tracked files)",
     )
     p.add_argument(
@@ -75,37 +78,6 @@ def newest_run(runs_dir: Path | None = None) -> Path:
     return max(runs, key=lambda d: ((d / MANIFEST).stat().st_mtime, d.name))
 
 
-def publish_records(run_dir: Path, published: Path = RESULTS_DIR) -> list[Path]:
-    """Copies `run_dir`'s records into `published` (atomically, file by file); the run log's
-    lines are appended to the published one. A front-door run (it has a run log) is published
-    flat, any other folder (a benchmarks/gpu_check.sh OUT_DIR) as a subfolder of its name.
-    Smoke records are refused: they check the pipeline, they are not results."""
-    from jaxsim.files import atomic_write  # imports jax: only when a file is written
-
-    manifest = run_dir / MANIFEST
-    dest = published if manifest.is_file() else published / run_dir.name
-    files = [
-        p
-        for p in sorted(run_dir.rglob("*"))
-        if p.is_file() and not any(p.match(pattern) for pattern in _NOT_RECORDS)
-    ]
-    smoke = [p.name for p in files if p.suffix == ".json" and p.stem.endswith("_smoke")]
-    if smoke:
-        raise ReportError(f"{run_dir} holds smoke records {smoke}: they are not results")
-    written = []
-    for p in files:
-        if p == manifest:
-            continue
-        written.append(atomic_write(dest / p.relative_to(run_dir), p.read_bytes()))
-    if manifest.is_file():
-        old = (dest / MANIFEST).read_bytes() if (dest / MANIFEST).exists() else b""
-        new = manifest.read_bytes()
-        if new and not new.endswith(b"\n"):
-            new += b"\n"
-        written.append(atomic_write(dest / MANIFEST, old + new))
-    return written
-
-
 def _is_under(path: Path, parent: Path) -> bool:
     return path == parent or parent in path.parents
 
@@ -122,7 +94,7 @@ def _default_out(dirs: list[Path]) -> Path:
 def main_from_args(args, published: Path = RESULTS_DIR) -> int:
     try:
         return _main(args, published)
-    except ReportError as e:
+    except (ReportError, PublishError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
 
@@ -135,10 +107,8 @@ def _main(args, published: Path) -> int:
     if missing:
         raise ReportError(f"no such directory {missing}")
     if args.publish:
-        for d in dirs:
-            if not _is_under(d, published):
-                copied = publish_records(d, published)
-                print(f"published {len(copied)} file(s) from {d} into {published}")
+        runs = [d for d in dirs if not _is_under(d, published)]
+        publish(runs, published, checks(registry.by_benchmark()))
         dirs = [published]
         out = (args.out or RESULTS_MD).resolve()
         readme = None if args.no_readme else (args.readme or README).resolve()
@@ -166,6 +136,8 @@ def write_report(
         print(f"{PROG}: invalid record {bad.describe()}", file=sys.stderr)
     for note in report.stale_notes:
         print(f"{PROG}: {note}", file=sys.stderr)
+    for path, why in report.ignored:
+        print(f"{PROG}: ignored {path}: {why}", file=sys.stderr)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out, report.results_md)
     print(f"wrote {out}")

@@ -3,54 +3,30 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness import registry
 from benchmarks.harness.formatting import format_seconds, format_table
 from benchmarks.harness.report.headline import headline_table
 from benchmarks.harness.report.markdown import link
-from benchmarks.harness.report.plots import plot_fusion, plot_ppo, plot_throughput
 from benchmarks.harness.report.readme import readme_section, summary_text
 from benchmarks.harness.report.records import (
     MODE_ORDER,
-    OFF_POLICY_TIME_TO_SOLVE,
     InvalidRecord,
     Record,
     load_manifest,
     load_records,
-    off_policy_reason,
     select,
     would_have_been_chosen,
 )
-from benchmarks.results_report.adapters_tables import adapters_section
-from benchmarks.results_report.breakdown_tables import breakdown_section, offpolicy_section
-from benchmarks.results_report.fusion_tables import fusion_section
-from benchmarks.results_report.ppo_tables import ppo_section
-from benchmarks.results_report.scaling_tables import scaling_section
-from benchmarks.results_report.sizes_tables import plot_sizes, sizes_section
-from benchmarks.results_report.solve_tables import solve_section
-from benchmarks.results_report.throughput_tables import throughput_section
-
-SECTION_TITLES = {
-    "rollout_throughput": "## Rollout throughput vs num_envs",
-    "fusion": "## Scan vs fused (K sweep)",
-    "fusion_sizes": "## Fusion vs simulator size",
-    "ppo": "## Learning: time to solve",
-    "breakdown": "## Profiler breakdown",
-    "offpolicy": "## On-policy vs off-policy",
-    "offpolicy_solve": "## Off-policy time to solve: DQN and SAC beside Stable-Baselines3",
-    "adapters": "## Adapters: brax and gymnax through jaxsim",
-    "scaling": "## Many devices: the batch split over a mesh",
-}
-PLOTTERS = {
-    "rollout_throughput": plot_throughput,
-    "fusion": plot_fusion,
-    "fusion_sizes": lambda r, path: plot_sizes(r.data, path),
-    "ppo": plot_ppo,
-}
+from benchmarks.harness.report.schema import base_problems
+from benchmarks.harness.suite import Suite
+from benchmarks.offpolicy.report import off_policy_reason
 
 
 @dataclasses.dataclass
@@ -63,6 +39,7 @@ class Report:
     summary: str  # the README section's tables without the published figures: for a console
     invalid: list[InvalidRecord]
     stale_notes: list[str]
+    ignored: list[tuple[Path, str]]  # files under the record folders that are not records
 
 
 def run_log_section(entries: Sequence[dict[str, Any]]) -> str:
@@ -155,19 +132,30 @@ def _with_note(section: str, note: str | None) -> str:
     return f"{heading}\n\n{note}\n\n{rest}" if rest else f"{heading}\n\n{note}"
 
 
+def checks(suites: dict[str, Suite]) -> dict[str, Callable[[dict[str, Any]], list[str]]]:
+    """benchmark -> the problems of one of its records (what every record needs, then what its
+    suite's schema needs), in the report's order."""
+    return {
+        b: functools.partial(base_problems, suite_problems=s.problems) for b, s in suites.items()
+    }
+
+
 def _plots(
-    selected: Sequence[Record], plots: bool, notes: list[str], plot_dir: Path | None
+    selected: Sequence[Record],
+    suites: dict[str, Suite],
+    plots: bool,
+    notes: list[str],
+    plot_dir: Path | None,
 ) -> dict[Path, Path | None]:
     """Draws each selected record's plot into `plot_dir` (None: beside the record); what fails
     goes to `notes`."""
     paths: dict[Path, Path | None] = {}
     for r in selected:
         paths[r.path] = None
-        if plots and r.benchmark in PLOTTERS:
+        plot = suites[r.benchmark].plot
+        if plots and plot is not None:
             try:
-                paths[r.path] = PLOTTERS[r.benchmark](
-                    r, (plot_dir or r.path.parent) / f"report_{r.path.stem}.png"
-                )
+                paths[r.path] = plot(r, (plot_dir or r.path.parent) / f"report_{r.path.stem}.png")
             except ImportError as e:
                 notes.append(f"plots skipped: matplotlib is not installed ({e})")
                 plots = False
@@ -186,30 +174,21 @@ def build(
 ) -> Report:
     """The report of the records under `results_dirs`; writes the plots into `plot_dir` (None:
     beside their records)."""
-    records, invalid = load_records(results_dirs)
+    suites = registry.by_benchmark()
+    found = load_records(results_dirs, checks(suites))
+    invalid = found.invalid
     entries, bad_lines = load_manifest(results_dirs)
     invalid += bad_lines
-    selected = select(records, mode)
+    selected = select(found.records, list(suites), mode)
     off_policy = off_policy_reason(entries)
     base = out_md.parent
     plot_notes: list[str] = []
-    plot_paths = _plots(selected, plots, plot_notes, plot_dir)
-    renderers = {
-        "rollout_throughput": lambda r, plot: throughput_section(r, base, plot),
-        "fusion": lambda r, plot: fusion_section(r, base, plot),
-        "fusion_sizes": lambda r, plot: sizes_section(r, base, plot),
-        "ppo": lambda r, plot: ppo_section(r, base, plot),
-        "breakdown": lambda r, plot: breakdown_section(r, base),
-        "offpolicy": lambda r, plot: offpolicy_section(r, base),
-        "offpolicy_solve": lambda r, plot: solve_section(r, base),
-        "adapters": lambda r, plot: adapters_section(r, base),
-        "scaling": lambda r, plot: scaling_section(r, base),
-    }
-    sections: dict[str, list[str]] = {key: [] for key in SECTION_TITLES}
+    plot_paths = _plots(selected, suites, plots, plot_notes, plot_dir)
+    sections: dict[str, list[str]] = {key: [] for key in suites}
     stale_notes = []
     for r in selected:
         try:
-            text = renderers[r.benchmark](r, plot_paths.get(r.path))
+            text = suites[r.benchmark].section(r, base, plot_paths.get(r.path))
         except Exception as e:  # the checks missed a field: say which record, carry on
             text = (
                 f"### {r.benchmark}: {r.device}\n\nCould not render "
@@ -234,8 +213,8 @@ def build(
         "## Published figures beside jaxsim's",
         headline_table(selected, off_policy),
     ]
-    for key, title in SECTION_TITLES.items():
-        doc.append(title)
+    for key, suite in suites.items():
+        doc.append(suite.heading)
         if sections[key]:
             doc.extend(sections[key])
         else:
@@ -247,8 +226,8 @@ def build(
                 if unusable
                 else "No record."
             )
-        if key == "offpolicy_solve" and not sections[key]:
-            doc.append(OFF_POLICY_TIME_TO_SOLVE)
+        if suite.no_record and not sections[key]:
+            doc.append(suite.no_record)
     for extra in (gpu_checks, run_log_section(entries)):
         if extra:
             doc.append(extra)
@@ -262,4 +241,5 @@ def build(
         doc.append("\n".join(sorted(set(plot_notes))))
     results_md = "\n\n".join(part for part in doc if part).rstrip() + "\n"
     section = readme_section(selected, off_policy, out_md, readme, len(invalid))
-    return Report(results_md, section, summary_text(selected), invalid, stale_notes)
+    summary = summary_text(selected)
+    return Report(results_md, section, summary, invalid, stale_notes, found.ignored)

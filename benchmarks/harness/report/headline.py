@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Sequence
 
+from benchmarks.breakdown.report import percent, share
+from benchmarks.fusion.report import fusion_ratios
 from benchmarks.harness.formatting import format_ratio, format_table
-from benchmarks.harness.report.records import BENCHMARKS, Record
-from benchmarks.results_report.breakdown_tables import percent, share
-from benchmarks.results_report.fusion_tables import fusion_ratios
-from benchmarks.results_report.solve_tables import solve_summary
-from benchmarks.results_report.throughput_tables import same_run_ratios, throughput_envs
+from benchmarks.harness.report.records import Record
+from benchmarks.offpolicy_solve.report import solve_summary
+from benchmarks.rollout_throughput.report import same_run_ratios, throughput_envs
 
 PUBLISHED = (
     ("GPU-vectorized simulation vs CPU simulators", "arXiv 2207.07736", "up to 1024x"),
@@ -46,7 +47,9 @@ def _best_ratio(r: Record, num: str, den: str, envs: Sequence[str]) -> tuple | N
 
 def headline(selected: Sequence[Record], off_policy: str) -> list[list[str]]:
     """The published figures beside the measured ones: [claim, source, published, measured]."""
-    by = {b: [r for r in selected if r.benchmark == b] for b in BENCHMARKS}
+    by: dict[str, list[Record]] = collections.defaultdict(list)
+    for r in selected:
+        by[r.benchmark].append(r)
     cells: list[list[str]] = [[] for _ in PUBLISHED]
     # 1 and 2: same-run throughput ratios.
     for r in by["rollout_throughput"]:

@@ -10,8 +10,8 @@ from pathlib import Path
 from benchmarks.harness.formatting import format_rate, format_table
 from benchmarks.harness.report.headline import headline_table
 from benchmarks.harness.report.records import Record
-from benchmarks.results_report.ppo_tables import ppo_summary
-from benchmarks.results_report.throughput_tables import (
+from benchmarks.ppo.report import ppo_summary
+from benchmarks.rollout_throughput.report import (
     IMPL_LABELS,
     ordered_impls,
     throughput_points,

@@ -4,31 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmarks.harness.paths import MANIFEST
-from benchmarks.harness.report.validation import record_problems
 
-BENCHMARKS = (
-    "rollout_throughput",
-    "fusion",
-    "fusion_sizes",
-    "ppo",
-    "breakdown",
-    "offpolicy",
-    "offpolicy_solve",
-    "adapters",
-    "scaling",
-)
 MODE_ORDER = ("full", "quick", "smoke")
-OFF_POLICY_REASON = "no offpolicy record (python -m benchmarks.offpolicy writes one)"
-OFF_POLICY_TIME_TO_SOLVE = (
-    "Off-policy (DQN, SAC) time-to-solve beside Stable-Baselines3: not measured (no "
-    "offpolicy_solve record: `python -m benchmarks.offpolicy_solve` writes one; the learning "
-    "results of `agents.train dqn|sac` are in agents/README.md)."
-)
+# Files beside the records that the report reads or makes itself: never "ignored".
+GPU_SUMMARIES = ("gpu_tests.json", "environment.json")  # benchmarks/gpu_check.sh's
+REPORT_FILES = ("RESULTS.md", MANIFEST)
+# benchmark -> the problems of one of its records (each naming its field), in report order.
+Checks = Mapping[str, Callable[[dict[str, Any]], list[str]]]
 
 
 @dataclasses.dataclass
@@ -84,6 +71,16 @@ class InvalidRecord:
         return f"{self.path}: {self.reason}"
 
 
+@dataclasses.dataclass
+class Found:
+    """What a search of record folders found: the usable records, the files that should be
+    records but are not usable, and every other file the report does not use, with why."""
+
+    records: list[Record]
+    invalid: list[InvalidRecord]
+    ignored: list[tuple[Path, str]]
+
+
 def _mode_from_name(path: Path) -> str | None:
     for mode in ("smoke", "quick"):
         if path.stem.endswith(f"_{mode}"):
@@ -99,16 +96,16 @@ def _mode_from_data(data: dict[str, Any]) -> str:
     return "full"
 
 
-def _benchmark_from_name(path: Path) -> str | None:
+def _benchmark_from_name(path: Path, benchmarks: Iterable[str]) -> str | None:
     # The longest name that fits: "offpolicy_solve_x.json" is not an offpolicy record.
-    return max((b for b in BENCHMARKS if path.name.startswith(f"{b}_")), key=len, default=None)
+    return max((b for b in benchmarks if path.name.startswith(f"{b}_")), key=len, default=None)
 
 
-def _invalid(path: Path, reason: str, data: Any = None) -> InvalidRecord:
-    benchmark = _benchmark_from_name(path)
+def _invalid(path: Path, reason: str, checks: Checks, data: Any = None) -> InvalidRecord:
+    benchmark = _benchmark_from_name(path, checks)
     if not isinstance(data, dict):
         return InvalidRecord(path, reason, benchmark, _mode_from_name(path))
-    if data.get("benchmark") in BENCHMARKS:
+    if data.get("benchmark") in checks:
         benchmark = data["benchmark"]
     if not isinstance(data.get("provenance"), dict):
         return InvalidRecord(path, reason, benchmark, _mode_from_name(path))
@@ -116,41 +113,62 @@ def _invalid(path: Path, reason: str, data: Any = None) -> InvalidRecord:
     return InvalidRecord(path, reason, benchmark, view.mode, view.device, view.utc or None)
 
 
-def load_records(dirs: Iterable[Path]) -> tuple[list[Record], list[InvalidRecord]]:
-    """Every suite record under `dirs`, and every file that should be one but is not usable.
+def _not_json(path: Path) -> str | None:
+    """Why the report passes over a file that is not JSON, or None for one it reads or makes."""
+    if path.name in REPORT_FILES or (path.suffix == ".png"):
+        return None
+    if path.name.endswith(".partial.jsonl"):
+        return "partial results of a suite that did not finish"
+    return "not a record (records are .json)"
+
+
+def load_records(dirs: Iterable[Path], checks: Checks) -> Found:
+    """Every suite record under `dirs`, every file that should be one but is not usable, and
+    every other file, with why the report does not use it.
 
     A JSON file that does not parse is invalid whatever its name; one that parses is a record
-    if its "benchmark" is one this report covers (or, lacking the field, if its name starts with
-    one), and invalid if `record_problems` finds anything wrong with it. Other JSON files (the
-    GPU check's summaries, other suites' records) are not records and are left alone.
+    if its "benchmark" is one of `checks` (or, lacking the field, if its name starts with one),
+    and invalid if its check finds anything wrong with it. Other files (another suite's records,
+    logs) are not records: they are left alone and named in `Found.ignored`.
     """
-    records, invalid = [], []
+    found = Found([], [], [])
     for d in dirs:
-        for path in sorted(Path(d).rglob("*.json")):
+        for path in sorted(p for p in Path(d).rglob("*") if p.is_file()):
             if path.name.startswith("."):
-                continue
-            try:
-                data = json.loads(path.read_text())
-            except (OSError, UnicodeDecodeError) as e:
-                invalid.append(_invalid(path, f"unreadable: {e}"))
-                continue
-            except json.JSONDecodeError as e:
-                invalid.append(_invalid(path, f"not valid JSON (truncated?): {e}"))
-                continue
-            if not isinstance(data, dict):
-                if _benchmark_from_name(path):
-                    invalid.append(_invalid(path, "not a JSON object"))
-                continue
-            if "benchmark" not in data and _benchmark_from_name(path) is None:
-                continue
-            if "benchmark" in data and data["benchmark"] not in BENCHMARKS:
-                continue
-            problems = record_problems(data)
-            if problems:
-                invalid.append(_invalid(path, "; ".join(problems), data))
-            else:
-                records.append(Record(path, data))
-    return records, invalid
+                found.ignored.append((path, "a hidden file"))
+            elif path.suffix != ".json":
+                if (why := _not_json(path)) is not None:
+                    found.ignored.append((path, why))
+            elif path.name not in GPU_SUMMARIES:
+                _load(path, checks, found)
+    return found
+
+
+def _load(path: Path, checks: Checks, found: Found) -> None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as e:
+        found.invalid.append(_invalid(path, f"unreadable: {e}", checks))
+        return
+    except json.JSONDecodeError as e:
+        found.invalid.append(_invalid(path, f"not valid JSON (truncated?): {e}", checks))
+        return
+    named = _benchmark_from_name(path, checks)
+    if not isinstance(data, dict):
+        if named:
+            found.invalid.append(_invalid(path, "not a JSON object", checks))
+        else:
+            found.ignored.append((path, f"not a record: a JSON {type(data).__name__}"))
+        return
+    benchmark = data.get("benchmark", named)
+    if benchmark is None:
+        found.ignored.append((path, "not a record: no 'benchmark' field"))
+    elif not isinstance(benchmark, str) or benchmark not in checks:
+        found.ignored.append((path, f"a {benchmark!r} record: no suite of the report reads it"))
+    elif problems := checks[benchmark](data):
+        found.invalid.append(_invalid(path, "; ".join(problems), checks, data))
+    else:
+        found.records.append(Record(path, data))
 
 
 def _has_points(r: Record) -> bool:
@@ -163,11 +181,13 @@ def _preference(mode: str | None, utc: str, path: Path) -> tuple:
     return (mode == "smoke", tuple(-ord(c) for c in utc), str(path))
 
 
-def select(records: Sequence[Record], mode: str | None = None) -> list[Record]:
+def select(
+    records: Sequence[Record], order: Sequence[str], mode: str | None = None
+) -> list[Record]:
     """For each (benchmark, device): the newest record of `mode`; by default the newest full or
     quick one (a smoke record only where there is nothing else).
 
-    Returns them ordered by benchmark, CPU before GPU.
+    Returns them ordered by benchmark (as in `order`), CPU before GPU.
     """
     groups: dict[tuple[str, str], list[Record]] = {}
     for r in records:
@@ -176,7 +196,7 @@ def select(records: Sequence[Record], mode: str | None = None) -> list[Record]:
     chosen = [
         min(group, key=lambda r: _preference(r.mode, r.utc, r.path)) for group in groups.values()
     ]
-    return sorted(chosen, key=lambda r: (BENCHMARKS.index(r.benchmark), r.is_gpu, r.device))
+    return sorted(chosen, key=lambda r: (order.index(r.benchmark), r.is_gpu, r.device))
 
 
 def would_have_been_chosen(bad: InvalidRecord, shown: Record, mode: str | None) -> bool:
@@ -213,12 +233,3 @@ def load_manifest(dirs: Iterable[Path]) -> tuple[list[dict[str, Any]], list[Inva
             except json.JSONDecodeError as e:
                 invalid.append(InvalidRecord(path, f"line {i} is not valid JSON (ignored): {e}"))
     return entries, invalid
-
-
-def off_policy_reason(entries: Sequence[dict[str, Any]]) -> str:
-    """Why the off-policy comparison is missing: the reason the latest run that reached the
-    offpolicy suite skipped it (an older skip does not outlive a later run), else the default."""
-    latest = next((e for e in reversed(entries) if e.get("suite") == "offpolicy"), {})
-    if latest.get("status") == "skipped" and latest.get("reason"):
-        return latest["reason"]
-    return OFF_POLICY_REASON

@@ -1,1 +1,0 @@
-"""The sections of the results report, one module per suite (moving into the suites)."""
