@@ -156,3 +156,94 @@ def test_a_missing_baseline_names_the_command_that_installs_it():
     assert "download.pytorch.org/whl/cpu" in install_hint("envpool")  # the CPU build first
     assert install_hint("gymnax") == 'install with: pip install -e ".[bench]"'
     assert install_hint("not_a_baseline") == ""
+
+
+# ------------------------------------------------ publishing: checked first, nothing foreign
+def _record(median: float = 2e7) -> dict:
+    return {
+        "benchmark": "rollout_throughput",
+        "provenance": _prov(),
+        "config": {"repeats": 3, "min_time": 0.1, "quick": True},
+        "checks": {},
+        "targets": [],
+        "results": [_point("jaxsim", "CartPole-v1", 4096, median)],
+    }
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_publish_refuses_a_run_with_an_invalid_record_and_copies_nothing(tmp_path, capsys):
+    name = "rollout_throughput_cpu2_h_quick.json"
+    published = tmp_path / "published"
+    published.mkdir()
+    (published / name).write_text(json.dumps(_record()))
+    (published / front.MANIFEST).write_text('{"run_id": "r0", "event": "run"}\n')
+    before = _snapshot(published)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / name).write_text(json.dumps(_record(3e7))[:200])  # truncated by a kill
+    (run / "fusion_cpu2_h_quick.json").write_text(json.dumps({"benchmark": "fusion"}))
+    (run / front.MANIFEST).write_text('{"run_id": "r1", "event": "run"}\n')
+    md = tmp_path / "RESULTS.md"
+    argv = ["--publish", "--results", str(run), "--out", str(md), "--no-readme", "--no-plots"]
+    assert cli.main(argv, published=published) == 2
+    err = capsys.readouterr().err
+    assert "nothing was copied" in err and f"{run / name}: not valid JSON" in err
+    assert "fusion_cpu2_h_quick.json: lacks field 'provenance'" in err
+    assert _snapshot(published) == before and not md.exists()
+
+
+def test_publish_without_a_run_log_copies_records_not_foreign_files(tmp_path, capsys):
+    # A benchmarks/gpu_check.sh OUT_DIR: records, their plots, the check's summaries, logs, and
+    # a record of no suite the report reads.
+    out = tmp_path / "gpu_h200"
+    out.mkdir()
+    (out / "fusion.json").write_text(
+        json.dumps({"benchmark": "fusion", "provenance": _prov(), "results": []})
+    )
+    (out / "rollout_throughput_cpu2_h_quick.json").write_text(json.dumps(_record()))
+    (out / "rollout_throughput_cpu2_h_quick_curve.png").write_bytes(b"png")
+    (out / "gpu_tests.json").write_text('{"status": "passed", "counts": {"passed": 3}}')
+    (out / "environment.json").write_text('{"devices": ["NVIDIA H200"], "jax": "0.11.2"}')
+    (out / "fusion.log").write_text("a log")
+    (out / "other.json").write_text(json.dumps({"benchmark": "not_a_suite", "x": 1}))
+    published = tmp_path / "published"
+    published.mkdir()
+    md = tmp_path / "RESULTS.md"
+    argv = ["--publish", "--results", str(out), "--out", str(md), "--no-readme", "--no-plots"]
+    assert cli.main(argv, published=published) == 0
+    assert sorted(_snapshot(published / "gpu_h200")) == [
+        "environment.json",
+        "fusion.json",
+        "gpu_tests.json",
+        "rollout_throughput_cpu2_h_quick.json",
+        "rollout_throughput_cpu2_h_quick_curve.png",
+    ]
+    printed = capsys.readouterr().out
+    assert f"not published: {out / 'fusion.log'}: not a record" in printed
+    assert f"not published: {out / 'other.json'}: a 'not_a_suite' record" in printed
+
+
+def test_the_plain_report_names_every_file_it_ignores(tmp_path, capsys):
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "rollout_throughput_cpu2_h_quick.json").write_text(json.dumps(_record()))
+    (results / "compact_reset_cpu2_h.json").write_text(json.dumps({"benchmark": "compact_reset"}))
+    (results / "notes.txt").write_text("hand-written")
+    (results / "list.json").write_text("[1, 2]")
+    (results / "fusion_cpu2_h.partial.jsonl").write_text("{}\n")
+    argv = ["--results", str(results), "--out", str(tmp_path / "R.md"), "--no-plots"]
+    assert cli.main(argv) == 0
+    err = capsys.readouterr().err
+    ignored = {line.split(": ", 2)[1].removeprefix("ignored ") for line in err.splitlines()}
+    assert ignored == {
+        str(results / name)
+        for name in (
+            "compact_reset_cpu2_h.json",
+            "notes.txt",
+            "list.json",
+            "fusion_cpu2_h.partial.jsonl",
+        )
+    }
