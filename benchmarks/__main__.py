@@ -170,7 +170,7 @@ def run(args) -> int:
 def write_report(out_dir: Path, mode: str) -> None:
     """DIR/RESULTS.md and its plots from `out_dir`'s records; prints the summary table, the
     report's path and how to publish. Never touches a tracked file."""
-    from benchmarks.harness.report.cli import write_report as write
+    from benchmarks.report.cli import write_report as write
 
     print()
     report = write([out_dir], out_dir / "RESULTS.md", None, True, None, out_dir)
@@ -253,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
         "report",
         help="a run's RESULTS.md and plots; --publish: the committed records, RESULTS.md, README",
     )
-    from benchmarks.harness.report import cli
+    from benchmarks.report import cli
 
     cli.add_arguments(rep)
     sub.add_parser("list", help="the suites and baselines, and which are installed")
@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             return run(args)
         if args.command == "report":
-            from benchmarks.harness.report import cli
+            from benchmarks.report import cli
 
             return cli.main_from_args(args)
         return list_things()

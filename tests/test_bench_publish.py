@@ -21,7 +21,7 @@ from benchmarks import __main__ as front  # noqa: E402
 from benchmarks.harness import registry  # noqa: E402
 from benchmarks.harness.optional import install_hint  # noqa: E402
 from benchmarks.harness.record import read_jsonl  # noqa: E402
-from benchmarks.harness.report import cli  # noqa: E402
+from benchmarks.report import cli  # noqa: E402
 from benchmarks.rollout_throughput import measure as rt  # noqa: E402
 
 

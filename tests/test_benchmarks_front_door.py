@@ -15,8 +15,8 @@ if str(_REPO) not in sys.path:
 from benchmarks import __main__ as front  # noqa: E402
 from benchmarks.harness import registry  # noqa: E402
 from benchmarks.harness.record import read_jsonl  # noqa: E402
-from benchmarks.harness.report import cli as results_report  # noqa: E402
 from benchmarks.harness.suite import Plan, Suite  # noqa: E402
+from benchmarks.report import cli as results_report  # noqa: E402
 
 
 def test_front_door_rejects_bad_input_before_running(tmp_path, capsys, monkeypatch):

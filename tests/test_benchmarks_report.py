@@ -11,10 +11,10 @@ if str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
 from benchmarks.harness.paths import MANIFEST, RESULTS_DIR  # noqa: E402
-from benchmarks.harness.report import cli as results_report  # noqa: E402
-from benchmarks.harness.report import readme as readme_section  # noqa: E402
-from benchmarks.harness.report.cli import README, RESULTS_MD  # noqa: E402
-from benchmarks.harness.report.document import build  # noqa: E402
+from benchmarks.report import cli as results_report  # noqa: E402
+from benchmarks.report import readme as readme_section  # noqa: E402
+from benchmarks.report.cli import README, RESULTS_MD  # noqa: E402
+from benchmarks.report.document import build  # noqa: E402
 
 
 def _prov(device_kind="cpu", backend="cpu", utc="2026-11-29T12:00:00+00:00", command="cmd"):

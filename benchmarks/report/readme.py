@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.harness.formatting import format_rate, format_table
-from benchmarks.harness.report.headline import headline_table
 from benchmarks.harness.report.records import Record
 from benchmarks.ppo.report import ppo_summary
+from benchmarks.report.headline import headline_table
 from benchmarks.rollout_throughput.report import (
     IMPL_LABELS,
     ordered_impls,

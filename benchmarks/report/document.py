@@ -12,9 +12,7 @@ from typing import Any
 
 from benchmarks.harness import registry
 from benchmarks.harness.formatting import format_seconds, format_table
-from benchmarks.harness.report.headline import headline_table
 from benchmarks.harness.report.markdown import link
-from benchmarks.harness.report.readme import readme_section, summary_text
 from benchmarks.harness.report.records import (
     MODE_ORDER,
     InvalidRecord,
@@ -27,6 +25,8 @@ from benchmarks.harness.report.records import (
 from benchmarks.harness.report.schema import base_problems
 from benchmarks.harness.suite import Suite
 from benchmarks.offpolicy.report import off_policy_reason
+from benchmarks.report.headline import headline_table
+from benchmarks.report.readme import readme_section, summary_text
 
 
 @dataclasses.dataclass
