@@ -13,6 +13,9 @@ _REPO = str(Path(__file__).resolve().parents[1])
 if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
+# The report's record builders, for the off-policy tests that import them from here.
+from test_benchmarks_report import _offpolicy_record, _prov, _report  # noqa: E402, F401
+
 from benchmarks.harness import arguments, formatting, provenance, timing  # noqa: E402
 from benchmarks.harness.record import append_jsonl, read_jsonl  # noqa: E402
 from benchmarks.rollout_throughput import measure as rt  # noqa: E402
