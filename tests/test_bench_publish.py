@@ -102,10 +102,8 @@ def test_smoke_run_in_a_clone_writes_under_runs_and_changes_no_tracked_file(tmp_
     assert not list(published.iterdir())
 
 
-def _quick_run(root: Path, median: float, run_id: str) -> Path:
-    run = root / run_id
-    run.mkdir(parents=True)
-    record = {
+def _record(median: float = 2e7) -> dict:
+    return {
         "benchmark": "rollout_throughput",
         "provenance": _prov(),
         "config": {"repeats": 3, "min_time": 0.1, "quick": True},
@@ -113,6 +111,12 @@ def _quick_run(root: Path, median: float, run_id: str) -> Path:
         "targets": [],
         "results": [_point("jaxsim", "CartPole-v1", 4096, median)],
     }
+
+
+def _quick_run(root: Path, median: float, run_id: str) -> Path:
+    run = root / run_id
+    run.mkdir(parents=True)
+    record = _record(median)
     (run / "rollout_throughput_cpu2_h_quick.json").write_text(json.dumps(record))
     (run / "RESULTS.md").write_text("a run's own report: never published")
     entry = {"run_id": run_id, "event": "run", "mode": "quick", "status": "ok", "suite": None}
@@ -159,17 +163,6 @@ def test_a_missing_baseline_names_the_command_that_installs_it():
 
 
 # ------------------------------------------------ publishing: checked first, nothing foreign
-def _record(median: float = 2e7) -> dict:
-    return {
-        "benchmark": "rollout_throughput",
-        "provenance": _prov(),
-        "config": {"repeats": 3, "min_time": 0.1, "quick": True},
-        "checks": {},
-        "targets": [],
-        "results": [_point("jaxsim", "CartPole-v1", 4096, median)],
-    }
-
-
 def _snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 

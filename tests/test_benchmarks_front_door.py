@@ -2,6 +2,7 @@
 takes a new suite from one folder and one registry line."""
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -191,3 +192,17 @@ def test_a_suite_is_one_folder_and_one_registry_line(tmp_path, monkeypatch):
     md = tmp_path / "R.md"
     assert results_report.main(["--results", str(out), "--out", str(md), "--no-readme"]) == 0
     assert "toy_suite_other.json): field 'count' is 0" in md.read_text()
+
+
+def test_the_registry_reads_every_suite_without_importing_jax():
+    # The front door lists and runs suites in child processes; it must not load jax (nor the
+    # suites' measuring code), or it would hold the accelerator while the suites run.
+    code = (
+        "import sys, benchmarks.__main__, benchmarks.report.cli\n"
+        "import benchmarks.fusion as f\n"
+        "print(sorted({'jax', 'jaxsim', 'agents'} & set(sys.modules)), type(f.measure).__name__)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=_REPO, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["[]", "module"]
