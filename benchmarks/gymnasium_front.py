@@ -5,7 +5,8 @@ Usage:
   python -m benchmarks.gymnasium_front --quick        # shorter samples (~1 min on 2 cores)
   python -m benchmarks.gymnasium_front --num-envs 16,4096 --configs sync --out x.json
 
-Both sides are stepped the same way, by `benchmarks.throughput_adapters`' Gymnasium vector loop:
+Both sides are stepped the same way, by the throughput suite's Gymnasium vector loop
+(`benchmarks.rollout_throughput.baseline_runners.bench_gymnasium_vector`):
 `gymnasium.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point")`, uniform random
 numpy actions in, numpy observations, rewards and flags out, every step (NEXT_STEP autoreset,
 both sides' default). jaxsim's side is `jaxsim/CartPole-v1`, Gymnasium's is `CartPole-v1`

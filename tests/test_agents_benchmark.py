@@ -1,4 +1,4 @@
-"""benchmarks/ppo.py runs end to end at tiny sizes and writes a strict, complete JSON record."""
+"""benchmarks/ppo/ runs end to end at tiny sizes and writes a strict, complete JSON record."""
 
 import json
 import sys

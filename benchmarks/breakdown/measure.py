@@ -22,7 +22,7 @@ grouped into simulation, policy inference, learning, other device work, host/Pyt
 (the traced time, corrected, against uninstrumented calls the calibration did not use).
 
 `--agent dqn` (or sac, ppo) adds one update of that agent at its preset for --env; the on-policy
-versus off-policy comparison is benchmarks/offpolicy.py.
+versus off-policy comparison is benchmarks/offpolicy/.
 Results go to runs/bench/breakdown_<machine>.json (with provenance) and a PNG beside it.
 """
 
@@ -218,7 +218,7 @@ def main(argv=None) -> int:
 
     off_policy = {
         "measured": any(r.get("kind") == "off-policy" and r["status"] == "ok" for r in results),
-        "reason": "RL-Scope's on-policy vs off-policy comparison is benchmarks/offpolicy.py; "
+        "reason": "RL-Scope's on-policy vs off-policy comparison is benchmarks/offpolicy/; "
         "--agent dqn (or sac) adds an off-policy case here.",
     }
     result = {

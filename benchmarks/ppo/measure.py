@@ -13,7 +13,7 @@ per seed is the time until the last seed is solved / seeds; SB3 (rl-zoo's CartPo
 trains one seed after another in this process, with torch's default threads and with one.
 Times exclude the checks' evaluations on both sides and include jaxsim's compile, reported
 apart: cold (a fresh persistent-cache folder) and warm (a new agent loading from it).
-`--whole-process` adds `benchmarks.ppo_process`: the train command and SB3 as whole processes.
+`--whole-process` adds `benchmarks.ppo.process`: the train command and SB3 as whole processes.
 On a GPU, `--gpu-sps` measures training env-steps/s of CartPole with 4096 envs for the scan
 and the fused rollout; elsewhere the record says it is unmeasured.
 """
@@ -194,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--whole-process",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="also time the train command and SB3 as whole processes (benchmarks.ppo_process)",
+        help="also time the train command and SB3 as whole processes (benchmarks.ppo.process)",
     )
     p.add_argument("--gpu-sps", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--quick", action="store_true", help="tiny budgets; not a result")
