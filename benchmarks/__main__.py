@@ -34,10 +34,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.arguments import split_list, unknown_names
-from benchmarks.formatting import format_duration
-from benchmarks.paths import MANIFEST, RUNS_DIR  # noqa: F401 (MANIFEST: for callers and tests)
-from benchmarks.runner import (
+from benchmarks.harness import registry
+from benchmarks.harness.arguments import split_list, unknown_names
+from benchmarks.harness.formatting import format_duration
+from benchmarks.harness.optional import install_hint
+from benchmarks.harness.paths import MANIFEST, RUNS_DIR  # noqa: F401 (MANIFEST: for callers and tests)
+from benchmarks.harness.registry import BASELINES, MODES, TIMEOUT_S, suite_available  # noqa: F401
+from benchmarks.harness.runner import (
     SuiteProgress,
     append_manifest,
     probe_machine,
@@ -46,16 +49,7 @@ from benchmarks.runner import (
     run_suite,
     utc,
 )
-from benchmarks.suites import (  # noqa: F401 (Plan, MODES and Suite: for callers and tests)
-    BASELINES,
-    MODES,
-    SUITES,
-    TIMEOUT_S,
-    Plan,
-    Suite,
-    install_hint,
-    suite_available,
-)
+from benchmarks.harness.suite import Plan, Suite  # noqa: F401 (Suite: for callers and tests)
 
 
 class UsageError(Exception):
@@ -92,7 +86,8 @@ def check_writable(out_dir: Path) -> Path:
 
 # -------------------------------------------------------------------------------------- running
 def run(args) -> int:
-    suites = parse_names(",".join(args.suite) if args.suite else "all", list(SUITES), "suite(s)")
+    named = ",".join(args.suite) if args.suite else "all"
+    suites = parse_names(named, registry.runnable(), "suite(s)")
     if not suites:
         raise UsageError("no suite selected")
     baselines = parse_names(args.baselines, list(BASELINES), "baseline(s)")
@@ -127,7 +122,7 @@ def run(args) -> int:
     previous = signal.signal(signal.SIGTERM, raise_interrupt)
     try:
         for i, name in enumerate(suites, 1):
-            suite = SUITES[name]
+            suite = registry.SUITES[name]
             out = record_path(out_dir, suite, machine["machine_tag"], mode)
             entry = {**base, **run_suite(suite, plan, out, timeout_s, progress, i)}
             append_manifest(out_dir, entry)
@@ -175,7 +170,7 @@ def run(args) -> int:
 def write_report(out_dir: Path, mode: str) -> None:
     """DIR/RESULTS.md and its plots from `out_dir`'s records; prints the summary table, the
     report's path and how to publish. Never touches a tracked file."""
-    from benchmarks.results_report.cli import write_report as write
+    from benchmarks.report.cli import write_report as write
 
     print()
     report = write([out_dir], out_dir / "RESULTS.md", None, True, None, out_dir)
@@ -193,9 +188,11 @@ def _inside(path: Path, parent: Path) -> bool:
 
 def list_things() -> int:
     print("suites (python -m benchmarks run --suite NAME):")
-    for s in SUITES.values():
-        missing = suite_available(s)
-        print(f"  {s.name:<11} {s.title}" + (f"  [skipped: {missing}]" if missing else ""))
+    for s in registry.SUITES.values():
+        note = f"  [skipped: {why}]" if (why := suite_available(s)) else ""
+        if s.args is None:  # hours on a CPU: measured on its own
+            note = f"  [not run by `run`: python -m {s.module}]"
+        print(f"  {s.name:<11} {s.title}{note}")
     print("\nbaselines (python -m benchmarks run --baselines a,b; default all):")
     import importlib.metadata
 
@@ -230,7 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME",
-        help=f"a suite to run (repeatable; default all): {', '.join(SUITES)}",
+        help=f"a suite to run (repeatable; default all): {', '.join(registry.runnable())}",
     )
     r.add_argument(
         "--baselines",
@@ -256,9 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
         "report",
         help="a run's RESULTS.md and plots; --publish: the committed records, RESULTS.md, README",
     )
-    from benchmarks import results_report
+    from benchmarks.report import cli
 
-    results_report.add_arguments(rep)
+    cli.add_arguments(rep)
     sub.add_parser("list", help="the suites and baselines, and which are installed")
     return p
 
@@ -272,9 +269,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             return run(args)
         if args.command == "report":
-            from benchmarks import results_report
+            from benchmarks.report import cli
 
-            return results_report.main_from_args(args)
+            return cli.main_from_args(args)
         return list_things()
     except UsageError as e:
         print(f"python -m benchmarks {args.command}: error: {e}", file=sys.stderr)

@@ -13,7 +13,6 @@ cannot be put into a given state, so it is checked statistically (`statistics_ch
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import warnings
 from typing import Any
 
@@ -22,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxsim
-from benchmarks.suites import install_hint
+from benchmarks.harness.optional import Skipped, require
 
 # jaxsim's physical state fields per environment, in the order Gymnasium keeps its `state`.
 STATE_FIELDS = {
@@ -42,19 +41,6 @@ GYMNAX_FIELDS = {
 }
 # float32 (jaxsim) against float64 (Gymnasium) one step apart: |a - b| <= ATOL + RTOL * |b|.
 ATOL, RTOL = 1e-5, 1e-5
-
-
-class Skipped(Exception):
-    """A baseline that cannot run here (package missing, environment not provided, size)."""
-
-
-def require(module: str):
-    """Imports `module`, or raises Skipped naming it and the command that installs it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        hint = install_hint(module)
-        raise Skipped(f"{module} is not importable: {e}" + (f"; {hint}" if hint else "")) from None
 
 
 # ------------------------------------------------------------------------ reference transitions

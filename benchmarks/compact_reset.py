@@ -32,10 +32,11 @@ import jax
 import numpy as np
 
 import jaxsim
-from benchmarks._common import machine_tag, provenance, time_interleaved, write_json_atomic
-from benchmarks.arguments import int_list
-from benchmarks.formatting import format_rate, format_table
-from benchmarks.paths import RUNS_DIR
+from benchmarks.harness.arguments import int_list
+from benchmarks.harness.formatting import format_rate, format_table
+from benchmarks.harness.provenance import provenance
+from benchmarks.harness.record import default_out, finish
+from benchmarks.harness.timing import time_interleaved
 
 VARIANTS = {"whole": False, "compact": True}
 PACKAGES = ("brax", "mujoco", "gymnax")
@@ -166,7 +167,6 @@ def main(argv=None) -> int:
         for p in points
     ]
     header = ["env", "N", "whole", "compact", "compact / whole", "paired"]
-    print(format_table(header, rows))
     record = {
         "benchmark": "compact_reset",
         "provenance": provenance(PACKAGES),
@@ -178,11 +178,8 @@ def main(argv=None) -> int:
         "results": points,
         "wall_s": round(time.perf_counter() - started, 1),
     }
-    tag = args.env.replace("/", "-")
-    out = args.out or RUNS_DIR / f"compact_reset_{tag}_{machine_tag()}.json"
-    write_json_atomic(out, record)
-    print(f"wrote {out}")
-    return 0
+    out = args.out or default_out(f"compact_reset_{args.env.replace('/', '-')}")
+    return finish(record, out, format_table(header, rows))
 
 
 if __name__ == "__main__":

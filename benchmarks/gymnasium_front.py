@@ -5,7 +5,8 @@ Usage:
   python -m benchmarks.gymnasium_front --quick        # shorter samples (~1 min on 2 cores)
   python -m benchmarks.gymnasium_front --num-envs 16,4096 --configs sync --out x.json
 
-Both sides are stepped the same way, by `benchmarks.throughput_adapters`' Gymnasium vector loop:
+Both sides are stepped the same way, by the throughput suite's Gymnasium vector loop
+(`benchmarks.rollout_throughput.baseline_runners.bench_gymnasium_vector`):
 `gymnasium.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point")`, uniform random
 numpy actions in, numpy observations, rewards and flags out, every step (NEXT_STEP autoreset,
 both sides' default). jaxsim's side is `jaxsim/CartPole-v1`, Gymnasium's is `CartPole-v1`
@@ -34,9 +35,11 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._common import machine_tag, provenance, write_json_atomic
-from benchmarks.formatting import format_rate, format_table
-from benchmarks.paths import REPO_ROOT, RUNS_DIR
+from benchmarks.harness.formatting import format_rate, format_table
+from benchmarks.harness.paths import REPO_ROOT
+from benchmarks.harness.provenance import provenance
+from benchmarks.harness.record import default_out, finish
+from jaxsim.files import write_json_atomic
 
 ENV_ID = "CartPole-v1"
 # configuration -> (CPU dispatch, pinned to one core)
@@ -98,8 +101,8 @@ def run_child(config: str, num_envs: list[int], repeats: int, min_time: float, q
 
     if dispatch == "async":
         jax.config.update("jax_cpu_enable_async_dispatch", True)
-    from benchmarks.throughput_adapters import _bench_gymnasium_vector
-    from benchmarks.throughput_config import Config
+    from benchmarks.rollout_throughput.baseline_runners import bench_gymnasium_vector
+    from benchmarks.rollout_throughput.config import Config
 
     cfg = Config(tuple(num_envs), 1, min_time, 0, quick, SIDES)
     ids = {"jaxsim_front": f"jaxsim/{ENV_ID}", "gymnasium_numpy": ENV_ID}
@@ -109,7 +112,7 @@ def run_child(config: str, num_envs: list[int], repeats: int, min_time: float, q
         samples: dict[str, list[dict]] = {side: [] for side in SIDES}
         for _ in range(repeats):  # one sample of each side in turn: load drifts hit both
             for side in SIDES:
-                measured = _bench_gymnasium_vector(
+                measured = bench_gymnasium_vector(
                     lambda side=side, n=n: gym.make_vec(
                         ids[side], num_envs=n, vectorization_mode="vector_entry_point"
                     ),
@@ -223,11 +226,7 @@ def main(argv=None) -> int:
         ],
         "table": table,
     }
-    tag = machine_tag()
-    out = args.out or RUNS_DIR / f"gymnasium_front_{tag}{'_quick' if args.quick else ''}.json"
-    write_json_atomic(out, record)
-    print(f"wrote {out}")
-    return 0
+    return finish(record, args.out or default_out("gymnasium_front", args.quick), "")
 
 
 if __name__ == "__main__":

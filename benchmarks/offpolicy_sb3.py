@@ -20,8 +20,8 @@ import statistics
 import time
 from typing import Any
 
+from benchmarks.harness.optional import install_hint
 from benchmarks.ppo_sb3 import SB3_CARTPOLE, eval_until_return, first_reach, sb3_cartpole_ppo
-from benchmarks.suites import install_hint
 
 # rl-baselines3-zoo hyperparameters (github.com/DLR-RM/rl-baselines3-zoo), by (algorithm, env).
 # SB3's defaults fill what a file leaves out; n_timesteps is rl-zoo's training budget.

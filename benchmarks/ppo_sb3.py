@@ -4,7 +4,7 @@
 deterministic episodes, one on each of `episodes` vectorised environments, and a stop once their
 mean return reaches the target (SB3 keeps that model, as StopTrainingOnRewardThreshold does).
 `python -m benchmarks.ppo_sb3 --seed 0 --out r.json` trains one seed as a whole process (what
-`benchmarks.ppo_process` times). SB3 and torch are optional (`pip install -e ".[baselines]"`);
+`benchmarks.ppo.process` times). SB3 and torch are optional (`pip install -e ".[baselines]"`);
 without them the baseline is recorded as skipped with the reason.
 """
 
@@ -15,7 +15,7 @@ import statistics
 import time
 
 from agents.presets import TARGETS as _PRESET_TARGETS
-from benchmarks.suites import install_hint
+from benchmarks.harness.optional import install_hint
 
 TARGETS = _PRESET_TARGETS["ppo"]  # where the train command stops: "solved" on both sides
 # rl-baselines3-zoo's hyperparams/ppo.yml, CartPole-v1 (lin_x: linear decay from x to 0).

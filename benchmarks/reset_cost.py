@@ -32,14 +32,10 @@ import numpy as np
 from flax import struct
 
 import jaxsim
-from benchmarks._common import (
-    machine_tag,
-    provenance,
-    time_fn,
-    write_json_atomic,
-)
-from benchmarks.formatting import format_rate, format_table
-from benchmarks.paths import RUNS_DIR
+from benchmarks.harness.formatting import format_rate, format_table
+from benchmarks.harness.provenance import provenance
+from benchmarks.harness.record import default_out, finish
+from benchmarks.harness.timing import time_fn
 from jaxsim.params import field
 
 CLASSIC = ("CartPole-v1", "Pendulum-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1")
@@ -179,7 +175,6 @@ def main(argv=None) -> int:
             for r in rows
         ],
     )
-    print(table)
     record = {
         "benchmark": "reset_cost",
         "quick": args.quick,
@@ -191,10 +186,7 @@ def main(argv=None) -> int:
         ),
         "rows": rows,
     }
-    out = args.out or RUNS_DIR / f"reset_cost_{machine_tag()}{'_quick' if args.quick else ''}.json"
-    write_json_atomic(out, record)
-    print(f"wrote {out}")
-    return 0
+    return finish(record, args.out or default_out("reset_cost", args.quick), table)
 
 
 if __name__ == "__main__":

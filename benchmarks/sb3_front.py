@@ -26,9 +26,9 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks._common import machine_tag, provenance, write_json_atomic
-from benchmarks.formatting import format_table
-from benchmarks.paths import RUNS_DIR
+from benchmarks.harness.formatting import format_table
+from benchmarks.harness.provenance import provenance
+from benchmarks.harness.record import default_out, finish
 from benchmarks.ppo_sb3 import SB3_CARTPOLE, sb3_cartpole_ppo
 
 ROUTES = ("jaxsim", "gymnasium")
@@ -167,11 +167,7 @@ def main(argv=None) -> int:
         "runs": runs,
         "table": table,
     }
-    tag = machine_tag()
-    out = args.out or RUNS_DIR / f"sb3_front_{tag}{'_quick' if args.quick else ''}.json"
-    write_json_atomic(out, record)
-    print(f"wrote {out}")
-    return 0
+    return finish(record, args.out or default_out("sb3_front", args.quick), "")
 
 
 if __name__ == "__main__":

@@ -6,10 +6,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from benchmarks import adapters
-from benchmarks import adapters_loops as loops
-from benchmarks.baselines import Skipped
-from benchmarks.results_report.validation import record_problems
+from benchmarks.adapters import loops as loops
+from benchmarks.adapters import measure as adapters
+from benchmarks.harness.optional import Skipped
+from benchmarks.harness.registry import record_problems
 
 
 def test_tiny_run_writes_a_valid_record(tmp_path):

@@ -1,4 +1,4 @@
-"""benchmarks/ppo.py runs end to end at tiny sizes and writes a strict, complete JSON record."""
+"""benchmarks/ppo/ runs end to end at tiny sizes and writes a strict, complete JSON record."""
 
 import json
 import sys
@@ -9,7 +9,7 @@ _REPO = str(Path(__file__).resolve().parents[1])
 if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
-from benchmarks import ppo as bench  # noqa: E402
+from benchmarks.ppo import measure as bench  # noqa: E402
 
 
 def test_ppo_benchmark_quick(tmp_path):

@@ -1,0 +1,38 @@
+"""The adapters suite: brax and gymnax through jaxsim.rollout beside their own loops."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.adapters.report import adapters_section
+from benchmarks.harness.report import schema as s
+from benchmarks.harness.suite import Plan, Suite
+
+
+def args(p: Plan) -> list[str]:
+    # Each adapter is measured beside its own library, so a library left out is a family left
+    # out; Gymnasium's MuJoCo Ant-v5 comes with the Gymnasium baselines.
+    families = [f for f in ("brax", "gymnax") if f in p.baselines]
+    families += ["gymnasium"] if "gymnasium_sync" in p.baselines else []
+    selected = ["--families", ",".join(families) or "none"]
+    if p.mode == "smoke":
+        return [*selected, *("--brax-env inverted_pendulum --num-envs 2 --brax-steps-per-call 8 "
+                "--gymnax-steps-per-call 8 --min-steps 4 --repeats 1 --gymnasium-steps 8 "
+                "--gymnasium-vector-envs 2").split()]  # fmt: skip
+    return [*selected, *(["--quick"] if p.mode == "quick" else [])]
+
+
+def problems(data: dict[str, Any]) -> list[str]:
+    point = (("env_id", s.STR), ("impl", s.STR), ("num_envs", s.INT), ("status", s.STR))
+    return s.points(data, point, s.TIMED, (("reason", s.STR),))
+
+
+SUITE = Suite(
+    name="adapters",
+    module="benchmarks.adapters",
+    title="brax and gymnax through jaxsim.rollout beside their own loops, Gymnasium Ant-v5",
+    heading="## Adapters: brax and gymnax through jaxsim",
+    problems=problems,
+    section=adapters_section,
+    args=args,
+)

@@ -1,0 +1,5 @@
+"""`python -m benchmarks.fusion`: measures and writes the suite's record."""
+
+from benchmarks.fusion.measure import main
+
+raise SystemExit(main())

@@ -1,0 +1,16 @@
+"""Where the benchmarks live and write: the repository root, the records and the run log.
+
+Measuring is not publishing: every run writes under RUNS_DIR (ignored by git), and only
+`python -m benchmarks report --publish` copies records into RESULTS_DIR (the committed ones)
+and rewrites benchmarks/RESULTS.md and the README's results section.
+"""
+
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# The published records, RESULTS.md's sources: changed only by `report --publish`.
+RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
+# Where runs write: one folder per front-door run; a suite run on its own writes here directly.
+RUNS_DIR = REPO_ROOT / "runs" / "bench"
+# The front door appends one line per suite and per run here, in the record directory.
+MANIFEST = "runs.jsonl"

@@ -1,0 +1,214 @@
+"""On-policy vs off-policy: the share of training time spent simulating, PPO beside DQN/SAC.
+
+Usage:
+  python -m benchmarks.offpolicy            # 10 traced + 10 timed updates per case; SB3 3 rounds
+  python -m benchmarks.offpolicy --quick    # 3 + 3, SB3 1 shorter round; a few minutes on 2 cores
+  python -m benchmarks.offpolicy --no-gym-loops   # the one-jit jaxsim loops only
+
+RL-Scope (arXiv 2102.04285) found on-policy algorithms at least 3.5x more simulation-bound than
+off-policy ones. Pairs share an environment: PPO vs DQN on CartPole-v1, PPO vs SAC on
+Pendulum-v1; a pair's ratio is PPO's simulation share over the off-policy agent's. Each is
+measured two ways, at fixed, stated hyperparameters (the share depends on gradient steps per
+environment step):
+- one-jit jaxsim loops: one update of `agents.train`'s algorithm at its preset, profiled by
+  `benchmarks.breakdown.measure` (`jaxsim.profile`: device time per named phase, compile apart,
+  trace overhead taken out) into its categories; DQN and SAC past `learning_starts`;
+- loops stepping Gymnasium's CPU environments, as RL-Scope measured (it profiled
+  stable-baselines): Stable-Baselines3's PPO, DQN and SAC at rl-baselines3-zoo's settings,
+  simulation being the time in SB3's VecEnv (Gymnasium's env.step and SB3's bookkeeping; the
+  env's own step recorded beside it) over `learn()`'s (`benchmarks.offpolicy_sb3`). Recorded as
+  not measured, with the reason, where SB3 is not installed.
+Writes runs/bench/offpolicy_<machine>[_quick].json with provenance and a PNG beside it
+(`python -m benchmarks report --publish` copies a run's records into benchmarks/results/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import traceback
+from pathlib import Path
+
+from benchmarks.breakdown.cases import agent_case
+from benchmarks.breakdown.measure import CATEGORIES, COLORS, measure
+from benchmarks.harness.arguments import split_list, unknown_names
+from benchmarks.harness.formatting import format_table
+from benchmarks.harness.optional import Skipped
+from benchmarks.harness.paths import RUNS_DIR
+from benchmarks.harness.provenance import machine_tag, provenance
+from benchmarks.harness.record import finish
+from benchmarks.offpolicy_sb3 import gymnasium_loops
+
+# environment -> (on-policy, off-policy) algorithms compared on it
+PAIRS = {"CartPole-v1": ("ppo", "dqn"), "Pendulum-v1": ("ppo", "sac")}
+PUBLISHED = ">= 3.5x (RL-Scope, arXiv 2102.04285)"
+# Env steps per timed SB3 learn(): 32 PPO iterations on CartPole (2 on Pendulum), 16 DQN rounds
+# of 128 gradient steps, 2000 SAC gradient steps.
+GYM_STEPS = {"ppo": 8192, "dqn": 4096, "sac": 2000}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.offpolicy", description=__doc__)
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.add_argument("--envs", default=",".join(PAIRS), help=f"of {', '.join(PAIRS)}")
+    p.add_argument("--iterations", type=int, default=10, help="attributed traced updates")
+    p.add_argument("--repeats", type=int, default=10, help="uninstrumented updates (at least)")
+    p.add_argument("--min-time", type=float, default=1.0, help="seconds of calls per measurement")
+    p.add_argument("--rounds", type=int, default=1, help="profiles per case (overhead error)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quick", action="store_true", help="3 traced and 3 timed updates")
+    p.add_argument("--out", type=Path, default=None, help="JSON path (PNG written beside it)")
+    p.add_argument("--trace-dir", type=Path, default=None, help="keep each case's trace here")
+    p.add_argument(
+        "--gym-loops",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also measure SB3's agents stepping Gymnasium's environments",
+    )
+    p.add_argument("--gym-rounds", type=int, default=3, help="timed SB3 learn() calls per case")
+    p.add_argument(
+        "--gym-steps",
+        default=",".join(f"{k}={v}" for k, v in GYM_STEPS.items()),
+        help="env steps per timed SB3 learn() call, per algorithm",
+    )
+    p.add_argument("--sb3-torch-threads", type=int, default=1, help="0: torch's default")
+    return p
+
+
+def compare(results: list[dict]) -> list[dict]:
+    """Per environment: each algorithm's simulation share and PPO's over the off-policy one's."""
+    ok = {(r["algorithm"], r["env"]): r for r in results if r["status"] == "ok"}
+    rows = []
+    for env_id, (on, off) in PAIRS.items():
+        if (on, env_id) not in ok or (off, env_id) not in ok:
+            continue
+        on_share = ok[on, env_id]["category_shares"]["simulation"]
+        off_share = ok[off, env_id]["category_shares"]["simulation"]
+        rows.append(
+            {
+                "env": env_id,
+                "on_policy": on,
+                "off_policy": off,
+                "on_policy_simulation_share": on_share,
+                "off_policy_simulation_share": off_share,
+                "ratio": on_share / off_share if off_share > 0 else None,
+                "published": PUBLISHED,
+            }
+        )
+    return rows
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.quick:
+        args.iterations, args.repeats, args.min_time = 3, 3, 0.2
+        args.gym_rounds, args.gym_steps = 1, "ppo=4096,dqn=1024,sac=500"
+    gym_steps = _gym_steps(args.gym_steps)
+    if args.gym_rounds < 1:
+        raise SystemExit(f"--gym-rounds must be >= 1, got {args.gym_rounds}")
+    envs = split_list(args.envs)
+    problem = unknown_names(envs, list(PAIRS), "environment(s)")
+    if problem:
+        raise SystemExit(problem)
+    results = []
+    for env_id in envs:
+        for algorithm in PAIRS[env_id]:
+            label = f"{algorithm}_{env_id}"
+            print(f"[offpolicy] {label} ...", flush=True)
+            try:
+                record = measure(agent_case(args, algorithm, env_id), args)
+            except Skipped as e:
+                record = {"case": label, "status": "skipped", "reason": str(e)}
+            except Exception as e:  # one broken case must not lose the others' results
+                traceback.print_exc()
+                record = {"case": label, "status": "failed", "error": f"{type(e).__name__}: {e}"}
+            results.append({"algorithm": algorithm, "env": env_id, **record})
+    comparison = compare(results)
+    if args.gym_loops:
+        pairs = {env_id: PAIRS[env_id] for env_id in envs}
+        try:
+            loops = gymnasium_loops(pairs, gym_steps, args.gym_rounds, args.sb3_torch_threads)
+        except Exception as e:  # the profiles above are kept whatever SB3 does
+            traceback.print_exc()
+            loops = {"measured": False, "reason": f"failed: {type(e).__name__}: {e}"}
+    else:
+        loops = {"measured": False, "reason": "--no-gym-loops"}
+    tag = machine_tag() + ("_quick" if args.quick else "")
+    out = args.out or RUNS_DIR / f"offpolicy_{tag}.json"
+    record = {
+        "benchmark": "offpolicy",
+        "provenance": provenance(["optax"]),
+        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "categories": {k: list(v) for k, v in CATEGORIES.items()},
+        "results": results,
+        "comparison": comparison,
+        "gymnasium_loops": loops,
+    }
+    png = _plot(results, out.with_suffix(".png"))
+    failed = [r["case"] for r in results if r["status"] == "failed"]
+    return finish(record, out, _table(results, comparison, loops), failed, beside=png)
+
+
+def _plot(results, png: Path) -> Path | None:
+    ok = [r for r in results if r["status"] == "ok"]
+    if not ok:
+        return None
+    try:
+        from jaxsim.profiler import plot_stacked
+
+        title = "one update at each preset: where the time goes"
+        plot_stacked({r["case"]: r["categories_s"] for r in ok}, png, title=title, colors=COLORS)
+    except ImportError as e:
+        print(f"PNG skipped: matplotlib is not installed ({e})")
+        return None
+    return png
+
+
+def _gym_steps(text: str) -> dict[str, int]:
+    """ "ppo=8192,dqn=4096" -> {"ppo": 8192, "dqn": 4096} over GYM_STEPS; a SystemExit naming
+    the flag if malformed."""
+    steps = dict(GYM_STEPS)
+    for item in split_list(text):
+        name, _, value = item.partition("=")
+        if name not in GYM_STEPS or not value.isdigit() or int(value) < 1:
+            raise SystemExit(
+                f"--gym-steps: expected ALGORITHM=STEPS with ALGORITHM in {list(GYM_STEPS)} and "
+                f"STEPS a positive integer, got {item!r}"
+            )
+        steps[name] = int(value)
+    return steps
+
+
+def _table(results, comparison, loops) -> str:
+    rows = []
+    for r in results:
+        if r["status"] != "ok":
+            rows.append([r["case"], r["status"], "", "", r.get("reason") or r.get("error")])
+            continue
+        s = r["category_shares"]
+        rows.append(
+            [
+                r["case"],
+                f"{1e3 * r['wall_s']:.1f}",
+                f"{100 * s['simulation']:.1f}%",
+                f"{100 * s['policy inference']:.1f}%",
+                r["notes"],
+            ]
+        )
+    lines = [format_table(["case", "ms/update", "simulation", "policy", "what"], rows)]
+    for c in comparison:
+        ratio = "n/a" if c["ratio"] is None else f"{c['ratio']:.1f}x"
+        lines.append(
+            f"{c['env']}: {c['on_policy']} is {ratio} more simulation-bound than "
+            f"{c['off_policy']} ({100 * c['on_policy_simulation_share']:.1f}% vs "
+            f"{100 * c['off_policy_simulation_share']:.1f}%); published {PUBLISHED}"
+        )
+    if not loops["measured"]:
+        lines.append(f"Gymnasium loops: not measured ({loops['reason']})")
+    for c in loops.get("comparison", []):
+        ratio = "n/a" if c["ratio"] is None else f"{c['ratio']:.1f}x"
+        lines.append(
+            f"{c['env']}, SB3 on Gymnasium: {c['on_policy']} is {ratio} more simulation-bound "
+            f"than {c['off_policy']} ({100 * c['on_policy_simulation_share']:.2f}% vs "
+            f"{100 * c['off_policy_simulation_share']:.2f}% of learn() in the VecEnv)"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,107 @@
+"""PPO to a solved CartPole as a user runs it: whole processes, jaxsim's command beside SB3's.
+
+jaxsim: `python -m agents.train ppo --env CartPole-v1 --seeds 3 --no-plot --quiet` (the preset
+stops each seed at 475; every seed must be solved), once with a fresh compilation cache folder
+(cold) and `repeats` times with the folder it filled (warm); its time per seed is the process's
+wall time / 3. SB3: `python -m benchmarks.ppo_sb3 --seed s` (rl-zoo's settings, the same
+checks), one process per seed, with torch's default threads and with one. Every process starts
+from a fresh interpreter, imports included; times are from start to exit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.harness.paths import REPO_ROOT
+
+
+def _timed(cmd: list[str]) -> float:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return wall
+
+
+def jaxsim_process(seeds: int, cache_dir: str, out: Path) -> dict:
+    """One `agents.train` process; its wall time, and whether every seed was solved."""
+    cmd = [sys.executable, "-m", "agents.train", "ppo", "--env", "CartPole-v1"]
+    cmd += ["--seeds", str(seeds), "--no-plot", "--quiet", "--out", str(out)]
+    wall = _timed([*cmd, "--compilation-cache", cache_dir])
+    evaluation = json.loads((out / "eval.json").read_text())
+    steps = evaluation["steps_to_target_per_seed"]
+    return {
+        "wall_s": wall,
+        "per_seed_wall_s": wall / seeds,
+        "all_solved": all(s is not None for s in steps),
+        "steps_to_target_per_seed": steps,
+        "final_per_seed_mean_return": evaluation["per_seed_mean_return"],
+        "loadavg_1min_after": os.getloadavg()[0],
+    }
+
+
+def sb3_process(seed: int, threads: int, out: Path) -> dict:
+    """One `benchmarks.ppo_sb3` process for one seed."""
+    cmd = [sys.executable, "-m", "benchmarks.ppo_sb3", "--seed", str(seed)]
+    wall = _timed([*cmd, "--threads", str(threads), "--out", str(out)])
+    run = json.loads(out.read_text())
+    return {
+        "seed": seed,
+        "torch_threads": run["torch_threads"],
+        "wall_s": wall,
+        "solved": run["reached"],
+        "steps_to_target": run["steps_to_target"],
+        "check_wall_s": run["check_wall_s"],
+        "loadavg_1min_after": os.getloadavg()[0],
+    }
+
+
+def whole_process(seeds: int, sb3_seeds: dict[int, int], repeats: int) -> dict:
+    """jaxsim cold, jaxsim warm x `repeats`, SB3 per seed ({torch threads (0: default): how
+    many seeds}, empty: no SB3); ratios."""
+    with tempfile.TemporaryDirectory(prefix="jaxsim-process-") as tmp:
+        tmp = Path(tmp)
+        cache = str(tmp / "xla")
+        cold = jaxsim_process(seeds, cache, tmp / "cold")
+        warm = [jaxsim_process(seeds, cache, tmp / f"warm{i}") for i in range(repeats)]
+        result = {
+            "command": "python -m agents.train ppo --env CartPole-v1 "
+            f"--seeds {seeds} --no-plot --quiet",
+            "jaxsim_cold": cold,
+            "jaxsim_warm": warm,
+            "jaxsim_cold_per_seed_s": cold["per_seed_wall_s"],
+            "jaxsim_warm_per_seed_s": statistics.median(w["per_seed_wall_s"] for w in warm),
+            "jaxsim_all_solved": cold["all_solved"] and all(w["all_solved"] for w in warm),
+        }
+        if not sb3_seeds:
+            return {**result, "sb3": {"skipped": "--no-sb3"}}
+        for threads, n in sb3_seeds.items():
+            label = "sb3_default_threads" if threads == 0 else f"sb3_{threads}_thread"
+            runs = [sb3_process(s, threads, tmp / f"sb3_{threads}_{s}.json") for s in range(n)]
+            solved = [r["wall_s"] for r in runs if r["solved"]]
+            median = statistics.median(solved) if solved else None
+            # The same without SB3's checks (its evaluations are slow; jaxsim's keep theirs).
+            lean = [r["wall_s"] - r["check_wall_s"] for r in runs if r["solved"]]
+            result[label] = {
+                "runs": runs,
+                "seeds_solved": len(solved),
+                "median_wall_s": median,
+                "median_wall_s_excluding_checks": statistics.median(lean) if lean else None,
+            }
+            for cache_state in ("cold", "warm"):
+                ours = result[f"jaxsim_{cache_state}_per_seed_s"]
+                result[f"speedup_{cache_state}_vs_{label}"] = median / ours if median else None
+                if lean:
+                    result[f"speedup_{cache_state}_vs_{label}_excluding_its_checks"] = (
+                        statistics.median(lean) / ours
+                    )
+    return result

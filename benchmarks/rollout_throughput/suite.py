@@ -1,0 +1,46 @@
+"""The throughput suite: rollout env-steps/s against num_envs, jaxsim beside the baselines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.harness.report import schema as s
+from benchmarks.harness.suite import Plan, Suite
+from benchmarks.rollout_throughput.report import plot_throughput, throughput_section
+
+BASELINES = ("gymnasium_sync", "gymnasium_async", "gymnasium_numpy", "envpool", "gymnax", "torch")
+
+
+def args(p: Plan) -> list[str]:
+    impls = ["jaxsim", "jaxsim_rewards"]
+    impls += [*(b for b in BASELINES if b in p.baselines), "physics_only"]
+    impls_arg = ["--impls", ",".join(impls)]
+    if p.mode == "smoke":
+        tiny = "--num-envs 2 --min-time 0 --steps-per-call 256 --async-max-envs 2".split()
+        return ["--envs", "CartPole-v1,Pendulum-v1", *impls_arg, *tiny]
+    if p.on_gpu:  # no CPU simulator there: batch sizes where an accelerator pays off
+        sizes = "1,256,4096,65536,1048576" if p.mode == "quick" else "1,16,256,4096,65536,1048576"
+        quick = ["--quick"] if p.mode == "quick" else []
+        return [*quick, "--envs", "all", *impls_arg, "--num-envs", sizes,
+                "--steps-per-call", "4194304"]  # fmt: skip
+    if p.mode == "quick":
+        return ["--quick", "--envs", "all", *impls_arg,
+                *"--num-envs 1,16,4096 --min-time 0.1".split()]  # fmt: skip
+    return ["--envs", "all", *impls_arg]
+
+
+def problems(data: dict[str, Any]) -> list[str]:
+    point = (("impl", s.STR), ("num_envs", s.INT), ("status", s.STR))
+    return s.points(data, point, s.TIMED, (("reason", s.STR),))
+
+
+SUITE = Suite(
+    name="throughput",
+    module="benchmarks.rollout_throughput",
+    title="rollout env-steps/s vs num_envs, all environments, jaxsim and the baselines",
+    heading="## Rollout throughput vs num_envs",
+    problems=problems,
+    section=throughput_section,
+    args=args,
+    plot=plot_throughput,
+)
