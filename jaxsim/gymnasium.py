@@ -65,7 +65,6 @@ from jaxsim.gymnasium_vector import (
     gym_id,
     gymnasium_space,
     jaxsim_id,
-    seed_words,
 )
 from jaxsim.rendering import default_fps
 
@@ -183,8 +182,9 @@ class JaxsimEnv(gymnasium.Env):
                 f"jaxsim/{self.jax_env.id}: reset takes no options, got {sorted(options)}"
             )
         super().reset(seed=seed)
-        # One key that the steps split (it reaches stochastic dynamics), one for the reset.
-        keys = np.concatenate([seed_words(self.np_random), seed_words(self.np_random)])
+        # Two seed_words draws in one: the key the steps split (it reaches stochastic
+        # dynamics), then the reset's.
+        keys = self.np_random.integers(0, 2**32, size=4, dtype=np.uint32)
         self._words = self._programs.reset(keys, self._params_words)
         return self._programs.outputs(self._words)[0], {}
 

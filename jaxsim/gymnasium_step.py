@@ -65,7 +65,9 @@ class Layout:
     def pack(self, tree) -> jax.Array:
         """`tree` (traced) as uint32[size]; each leaf cast to its field's dtype first."""
         leaves = self.treedef.flatten_up_to(tree)
-        words = [_to_words(jnp.asarray(x, f.dtype), f) for x, f in zip(leaves, self.fields, strict=True)]
+        words = [
+            _to_words(jnp.asarray(x, f.dtype), f) for x, f in zip(leaves, self.fields, strict=True)
+        ]
         return jnp.concatenate(words) if words else jnp.zeros((0,), _WORD)
 
     def unpack(self, words: jax.Array):
@@ -115,6 +117,10 @@ def _from_words(words: jax.Array, f: _Field) -> jax.Array:
     return jax.lax.bitcast_convert_type(narrow, f.dtype).reshape(f.shape)
 
 
+def _outputs(ts):
+    return ts.obs, ts.reward, ts.terminated, ts.truncated
+
+
 # The buffer's pytree: the step's host outputs first (their offsets are fixed), then the carry.
 def _buffer(obs, reward, terminated, truncated, key, state, params):
     return ((obs, reward, terminated, truncated), key, state, params)
@@ -132,10 +138,11 @@ def _reset(env: Env, layout: Layout, params_layout: Layout, keys, params_words):
 
 def _step(env: Env, layout: Layout, words, action):
     _, key, state, params = layout.unpack(words)
-    key, step_key = jax.random.split(key)
+    step_key = key
+    if env.stochastic:  # a deterministic step ignores its key: the split would cost a loop
+        key, step_key = jax.random.split(key)
     state, ts = env.step(step_key, state, action, params)
-    out = (ts.obs, ts.reward, ts.terminated, ts.truncated)
-    return layout.pack(_buffer(*out, key, state, params))
+    return layout.pack(_buffer(*_outputs(ts), key, state, params))
 
 
 def _with_params(layout: Layout, params_layout: Layout, words, params_words):
@@ -164,14 +171,13 @@ class Programs:
         params_shapes = jax.eval_shape(lambda p: p, params)
         self.layout = Layout(self.owner, _buffer(*_outputs(ts), key, state, params_shapes))
         self.params_layout = Layout(self.owner, params_shapes)
-        obs_field = self.layout.fields[0]
-        self.obs_end = obs_field.size
-        self.obs_view = obs_field.dtype.itemsize == 4 and obs_field.dtype != np.bool_
-        self.obs_dtype, self.obs_shape = obs_field.dtype, obs_field.shape
-        reward, terminated, truncated = self.layout.fields[1:4]
-        self.flags = (reward.offset, terminated.offset, truncated.offset)
+        obs, reward, terminated, truncated = self.layout.fields[:4]
         if reward.dtype != np.float32 or reward.size != 1 or terminated.size != 1:
             raise TypeError(f"{self.owner}: a step must give one float32 reward and flag each")
+        # float32 observations (every native env) are read through one float32 view.
+        self.f32_obs = obs.dtype == np.float32
+        self.obs_end, self.obs_shape = obs.size, obs.shape
+        self.flags = (reward.offset, terminated.offset, truncated.offset)
         self.reset = jax.jit(functools.partial(_reset, env, self.layout, self.params_layout))
         self.step = jax.jit(functools.partial(_step, env, self.layout))
         self.with_params = jax.jit(functools.partial(_with_params, self.layout, self.params_layout))
@@ -190,16 +196,18 @@ class Programs:
     def outputs(self, words: jax.Array) -> tuple[np.ndarray, float, bool, bool]:
         """(obs, reward, terminated, truncated) from the buffer: one host view, obs copied."""
         host = np.asarray(words)
-        if self.obs_view:
-            obs = host[: self.obs_end].view(self.obs_dtype).reshape(self.obs_shape).copy()
-        else:
-            obs = self.layout.host_leaf(host, 0).copy()
         r, te, tr = self.flags
-        return obs, float(host[r : r + 1].view(np.float32)[0]), bool(host[te]), bool(host[tr])
-
-
-def _outputs(ts):
-    return ts.obs, ts.reward, ts.terminated, ts.truncated
+        if self.f32_obs:
+            floats = host.view(np.float32)
+            obs = floats[: self.obs_end].reshape(self.obs_shape)
+            return obs.copy(), float(floats[r]), bool(host[te]), bool(host[tr])
+        obs = self.layout.host_leaf(host, 0)
+        return (
+            obs.copy(),
+            float(host[r : r + 1].view(np.float32)[0]),
+            bool(host[te]),
+            bool(host[tr]),
+        )
 
 
 @functools.cache
