@@ -1,7 +1,8 @@
 """Gymnasium interop: `import jaxsim.gymnasium` registers every native env as "jaxsim/<id>".
 
 After the import, `gymnasium.make("jaxsim/CartPole-v1")` returns a single `gymnasium.Env` whose
-`reset`/`step` are jaxsim's per-environment functions, jitted, and `gymnasium.make_vec(...,
+`reset`/`step` are jaxsim's per-environment functions, jitted (one call and one host buffer per
+step: `jaxsim.gymnasium_step`), and `gymnasium.make_vec(...,
 vectorization_mode="vector_entry_point")` returns a `JaxsimVectorEnv` (see
 `jaxsim.gymnasium_vector`) that steps every environment in one jitted call of
 `jaxsim.transition.batch_step` (the rollout's own transition), in Gymnasium's NEXT_STEP or
