@@ -1,12 +1,10 @@
-"""The Gymnasium front's device programs: one compiled call and one host buffer per step.
+"""The single Gymnasium env's device programs: one compiled call and one host buffer per step.
 
 `jaxsim.gymnasium.JaxsimEnv` keeps everything a step reads and writes (its key, the state, the
 params, and the step's observation, reward and flags) in one flat uint32 buffer on the device.
 A step is one jitted call, buffer and action in, buffer out, and one host view of the result:
 JAX's dispatch costs per argument and per output array, and `jax.device_get` of four scalars
 costs four transfers, so one array each way is the floor a Python-driven step can reach.
-`jaxsim.gymnasium_vector.JaxsimVectorEnv` packs its batch's moving state and its step's host
-outputs the same way (`vector_programs`), its params and reset draws staying apart.
 """
 
 from __future__ import annotations
@@ -18,22 +16,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
 from jaxsim import spaces
 from jaxsim.core import Env
-from jaxsim.transition import (
-    Carry,
-    Lanes,
-    ResetDraws,
-    batch_step,
-    initial_carry,
-    stack_obs,
-    with_episode_params,
-)
 
 _WORD = np.dtype(np.uint32)
-_LANES = Lanes(vmapped=True, compact_reset=True)  # one device: done lanes reset alone
 # Discrete spaces up to this size keep one device scalar per action: a committed device array
 # is the cheapest argument jit takes, and looking it up is the range check.
 _MAX_TABLE = 4096
@@ -236,132 +223,3 @@ class Programs:
 def programs(env: Env) -> Programs:
     """The `Programs` of `env` (cached: instances of one environment share compilations)."""
     return Programs(env)
-
-
-# ------------------------------------------------------------------------ the vector env's programs
-@struct.dataclass
-class _Fixed:
-    """What every step reads and none changes (until the next reset)."""
-
-    params: Any  # leaves shared or [num_envs]
-    draws: ResetDraws  # the batch's reset draws (and params sampler), from the reset's seed
-    key: jax.Array  # raw uint32[2]: stochastic dynamics' keys fold in the step counter
-
-
-@struct.dataclass
-class _Moving:
-    """What each step replaces (donated to it); leaves [num_envs] unless noted."""
-
-    carry: Carry  # after same-step auto-reset, as batch_step leaves it
-    pending: jax.Array  # bool: NEXT_STEP: the last step ended the episode, reset not yet shown
-    counter: jax.Array  # uint32 scalar: steps since the reset, the counter of the reset draws
-
-
-def _observe(env: Env, carry: Carry, fixed: _Fixed, params_axes) -> jax.Array:
-    params, axes = with_episode_params(fixed.params, params_axes, carry.episode_params)
-    return stack_obs(env, _LANES.observe(env, carry.env_state, params, axes))
-
-
-def _where_lanes(mask, a, b):
-    """Leafwise `where(mask, a, b)` over pytrees whose leaves have leading [num_envs]."""
-
-    def one(x, y):
-        return jnp.where(mask.reshape(mask.shape + (1,) * (jnp.ndim(x) - 1)), x, y)
-
-    return jax.tree.map(one, a, b)
-
-
-def _host_buffer(*arrays) -> jax.Array:
-    """Arrays as one flat float32 buffer, each a contiguous segment: one transfer per step, and
-    contiguous copies on the host (a strided column costs several times more to copy)."""
-    return jnp.concatenate([jnp.ravel(jnp.asarray(x, jnp.float32)) for x in arrays])
-
-
-def _vector_reset(env: Env, num_envs: int, seed, key, params, sampler, moving, mask):
-    """A new batch seed; lanes in `mask` (all if `moving` is None) start an episode at counter 0.
-
-    Returns:
-      (moving, fixed, obs[num_envs, *obs_shape]).
-    """
-    params_axes = env.params_axes(params, num_envs, owner=f"jaxsim/{env.id}")
-    draws = ResetDraws.make(env, seed, jnp.arange(num_envs, dtype=jnp.uint32), sampler)
-    fixed = _Fixed(params, draws, key)
-    carry = initial_carry(env, _LANES, params, params_axes, draws, False, False)
-    pending = jnp.zeros((num_envs,), jnp.bool_)
-    if moving is not None:  # the other lanes keep their episodes
-        carry = _where_lanes(mask, carry, moving.carry)
-        pending = moving.pending & ~mask
-    obs = _observe(env, carry, fixed, params_axes)
-    return _Moving(carry, pending, jnp.uint32(0)), fixed, obs
-
-
-def _vector_step(env: Env, num_envs: int, same_step: bool, moving: _Moving, fixed: _Fixed, action):
-    """One step of the batch; returns (moving, host buffer: obs, reward, flags[, final obs])."""
-    params_axes = env.params_axes(fixed.params, num_envs, owner=f"jaxsim/{env.id}")
-    counter = moving.counter + jnp.uint32(1)
-    keys = None
-    if env.stochastic:
-        keys = jax.random.split(jax.random.fold_in(fixed.key, counter), num_envs)
-    carry, rec = batch_step(
-        env, _LANES, moving.carry, action, fixed.params, params_axes, counter, fixed.draws, keys
-    )
-    next_obs = stack_obs(env, rec["next_obs"])  # before the auto-reset
-    reward, terminated, truncated = rec["reward"], rec["terminated"], rec["truncated"]
-    if same_step:
-        obs = _observe(env, carry, fixed, params_axes)  # after it
-        host = _host_buffer(obs, reward, terminated, truncated, next_obs)
-        return _Moving(carry, moving.pending, counter), host
-    # NEXT_STEP: a lane whose last step ended shows the reset its carry already holds, with
-    # reward 0 and no flags, and does not advance; every other lane shows this step's true
-    # observation.
-    pending = moving.pending
-    shown = jnp.where(pending[:, None], _observe(env, moving.carry, fixed, params_axes), next_obs)
-    carry = _where_lanes(pending, moving.carry, carry)
-    reward = jnp.where(pending, jnp.float32(0), reward)
-    terminated = terminated & ~pending
-    truncated = truncated & ~pending
-    host = _host_buffer(shown, reward, terminated, truncated)
-    return _Moving(carry, terminated | truncated, counter), host
-
-
-# The moving state and the step's host outputs travel as one flat uint32 buffer: [moving | host].
-# Fewer, larger buffers leave XLA's CPU executor fewer independent pieces to hand to its
-# intra-op thread pool, whose hand-offs cost most of a step on cores other processes keep busy.
-def _packed_reset(env, num_envs, layout, host_size, seed, key, params, sampler, words, mask):
-    moving = None if words is None else layout.unpack(words[: layout.size])
-    moving, fixed, obs = _vector_reset(env, num_envs, seed, key, params, sampler, moving, mask)
-    return jnp.concatenate([layout.pack(moving), jnp.zeros((host_size,), jnp.uint32)]), fixed, obs
-
-
-def _packed_step(env, num_envs, same_step, layout, words, fixed, action):
-    moving, host = _vector_step(
-        env, num_envs, same_step, layout.unpack(words[: layout.size]), fixed, action
-    )
-    return jnp.concatenate([layout.pack(moving), jax.lax.bitcast_convert_type(host, jnp.uint32)])
-
-
-def vector_programs(env: Env, num_envs: int, same_step: bool, params, sampler):
-    """(layout, reset, step, unpack) of `JaxsimVectorEnv`: its packed buffer's layout, from the
-    moving state's shapes for these params and sampler, and the jitted programs for it."""
-    seed = jax.ShapeDtypeStruct((2,), jnp.uint32)
-    reset = functools.partial(_vector_reset, env, num_envs)
-    moving, _, obs = jax.eval_shape(reset, seed, seed, params, sampler, None, None)
-    obs_size, n = int(np.prod(obs.shape)), num_envs
-    host_size = obs_size + 3 * n + (obs_size if same_step else 0)
-    layout = Layout(f"jaxsim/{env.id}", moving)
-    return (layout, *_vector_jits(env, num_envs, same_step, layout, host_size))
-
-
-@functools.cache
-def _vector_jits(env: Env, num_envs: int, same_step: bool, layout: Layout, host_size: int):
-    """(reset, step, unpack) jitted for one environment, batch size, mode and state layout,
-    shared by instances.
-
-    Binding the static arguments here, rather than through `static_argnums`, spares each call
-    hashing the environment; `step` donates the buffer it replaces.
-    """
-    reset = jax.jit(functools.partial(_packed_reset, env, num_envs, layout, host_size))
-    step = jax.jit(
-        functools.partial(_packed_step, env, num_envs, same_step, layout), donate_argnums=0
-    )
-    return reset, step, jax.jit(lambda words: layout.unpack(words[: layout.size]))

@@ -3,17 +3,21 @@
 `jaxsim.gymnasium` (registration, the single env, the SB3 factory) builds on this module; import
 that one. Each `JaxsimVectorEnv.step` is one jitted call of `jaxsim.transition.batch_step`, the
 rollout's own transition, on the whole batch. Per call the host does only what Gymnasium's API
-forces: validate and convert the actions, run one program, and copy the segments of one packed
-buffer (observations, rewards, flags) into fresh numpy arrays. That buffer also holds the
-batch's moving state, which the next step reads and donates (`jaxsim.gymnasium_step`); the
-program reads its params and reset draws without returning them.
+forces: validate and convert the actions, run one program, and copy one packed output buffer
+(observations, rewards, flags) into fresh numpy arrays. The program reads its params and reset
+draws without returning them, and donates the state it replaces.
 """
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 import gymnasium  # jaxsim.gymnasium, which imports this module, names the extra if absent
 import jax
+import jax.numpy as jnp
 import numpy as np
+from flax import struct
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
@@ -21,10 +25,20 @@ from jaxsim import params as params_lib
 from jaxsim import spaces
 from jaxsim.core import Env
 from jaxsim.envs import ADAPTERS, REGISTRY, make
-from jaxsim.gymnasium_step import vector_programs
+from jaxsim.gymnasium_step import Layout
+from jaxsim.transition import (
+    Carry,
+    Lanes,
+    ResetDraws,
+    batch_step,
+    initial_carry,
+    stack_obs,
+    with_episode_params,
+)
 
 NAMESPACE = "jaxsim"  # Gymnasium ids are "jaxsim/<id>"
 _MAX_COUNT = 2**31 - 1
+_LANES = Lanes(vmapped=True, compact_reset=True)  # one device: done lanes reset alone
 
 
 def gym_id(env_id: str) -> str:
@@ -95,6 +109,123 @@ def check_actions(owner: str, space: spaces.Space, actions, shape: tuple) -> np.
                 f"{owner}: actions must be integers in [0, {space.n}), got {actions!r}"
             )
     return actions.astype(np.dtype(space.dtype), copy=False)
+
+
+# ------------------------------------------------------------------------------ device programs
+@struct.dataclass
+class _Fixed:
+    """What every step reads and none changes (until the next reset)."""
+
+    params: Any  # leaves shared or [num_envs]
+    draws: ResetDraws  # the batch's reset draws (and params sampler), from the reset's seed
+    key: jax.Array  # raw uint32[2]: stochastic dynamics' keys fold in the step counter
+
+
+@struct.dataclass
+class _Moving:
+    """What each step replaces (donated to it); leaves [num_envs] unless noted."""
+
+    carry: Carry  # after same-step auto-reset, as batch_step leaves it
+    pending: jax.Array  # bool: NEXT_STEP: the last step ended the episode, reset not yet shown
+    counter: jax.Array  # uint32 scalar: steps since the reset, the counter of the reset draws
+
+
+def _observe(env: Env, carry: Carry, fixed: _Fixed, params_axes) -> jax.Array:
+    params, axes = with_episode_params(fixed.params, params_axes, carry.episode_params)
+    return stack_obs(env, _LANES.observe(env, carry.env_state, params, axes))
+
+
+def _where_lanes(mask, a, b):
+    """Leafwise `where(mask, a, b)` over pytrees whose leaves have leading [num_envs]."""
+
+    def one(x, y):
+        return jnp.where(mask.reshape(mask.shape + (1,) * (jnp.ndim(x) - 1)), x, y)
+
+    return jax.tree.map(one, a, b)
+
+
+def _host_buffer(*arrays) -> jax.Array:
+    """Arrays as one flat float32 buffer, each a contiguous segment: one transfer per step, and
+    contiguous copies on the host (a strided column costs several times more to copy)."""
+    return jnp.concatenate([jnp.ravel(jnp.asarray(x, jnp.float32)) for x in arrays])
+
+
+def _reset(env: Env, num_envs: int, seed, key, params, sampler, moving, mask):
+    """A new batch seed; lanes in `mask` (all if `moving` is None) start an episode at counter 0.
+
+    Returns:
+      (moving, fixed, obs[num_envs, *obs_shape]).
+    """
+    params_axes = env.params_axes(params, num_envs, owner=f"jaxsim/{env.id}")
+    draws = ResetDraws.make(env, seed, jnp.arange(num_envs, dtype=jnp.uint32), sampler)
+    fixed = _Fixed(params, draws, key)
+    carry = initial_carry(env, _LANES, params, params_axes, draws, False, False)
+    pending = jnp.zeros((num_envs,), jnp.bool_)
+    if moving is not None:  # the other lanes keep their episodes
+        carry = _where_lanes(mask, carry, moving.carry)
+        pending = moving.pending & ~mask
+    obs = _observe(env, carry, fixed, params_axes)
+    return _Moving(carry, pending, jnp.uint32(0)), fixed, obs
+
+
+def _step(env: Env, num_envs: int, same_step: bool, moving: _Moving, fixed: _Fixed, action):
+    """One step of the batch; returns (moving, host buffer: obs, reward, flags[, final obs])."""
+    params_axes = env.params_axes(fixed.params, num_envs, owner=f"jaxsim/{env.id}")
+    counter = moving.counter + jnp.uint32(1)
+    keys = None
+    if env.stochastic:
+        keys = jax.random.split(jax.random.fold_in(fixed.key, counter), num_envs)
+    carry, rec = batch_step(
+        env, _LANES, moving.carry, action, fixed.params, params_axes, counter, fixed.draws, keys
+    )
+    next_obs = stack_obs(env, rec["next_obs"])  # before the auto-reset
+    reward, terminated, truncated = rec["reward"], rec["terminated"], rec["truncated"]
+    if same_step:
+        obs = _observe(env, carry, fixed, params_axes)  # after it
+        host = _host_buffer(obs, reward, terminated, truncated, next_obs)
+        return _Moving(carry, moving.pending, counter), host
+    # NEXT_STEP: a lane whose last step ended shows the reset its carry already holds, with
+    # reward 0 and no flags, and does not advance; every other lane shows this step's true
+    # observation.
+    pending = moving.pending
+    shown = jnp.where(pending[:, None], _observe(env, moving.carry, fixed, params_axes), next_obs)
+    carry = _where_lanes(pending, moving.carry, carry)
+    reward = jnp.where(pending, jnp.float32(0), reward)
+    terminated = terminated & ~pending
+    truncated = truncated & ~pending
+    host = _host_buffer(shown, reward, terminated, truncated)
+    return _Moving(carry, terminated | truncated, counter), host
+
+
+# The moving state and the step's host outputs travel as one flat uint32 buffer: [moving | host].
+# Fewer, larger buffers leave XLA's CPU executor fewer independent pieces to hand to its
+# intra-op thread pool, whose hand-offs cost most of a step on cores other processes keep busy.
+def _packed_reset(env, num_envs, layout, host_size, seed, key, params, sampler, words, mask):
+    moving = None if words is None else layout.unpack(words[: layout.size])
+    moving, fixed, obs = _reset(env, num_envs, seed, key, params, sampler, moving, mask)
+    return jnp.concatenate([layout.pack(moving), jnp.zeros((host_size,), jnp.uint32)]), fixed, obs
+
+
+def _packed_step(env, num_envs, same_step, layout, words, fixed, action):
+    moving, host = _step(
+        env, num_envs, same_step, layout.unpack(words[: layout.size]), fixed, action
+    )
+    return jnp.concatenate([layout.pack(moving), jax.lax.bitcast_convert_type(host, jnp.uint32)])
+
+
+@functools.cache
+def _programs(env: Env, num_envs: int, same_step: bool, layout: Layout, host_size: int):
+    """(reset, step, unpack) jitted for one environment, batch size, mode and state layout,
+    shared by instances.
+
+    Binding the static arguments here, rather than through `static_argnums`, spares each call
+    hashing the environment; `step` donates the buffer it replaces.
+    """
+    reset = jax.jit(functools.partial(_packed_reset, env, num_envs, layout, host_size))
+    step = jax.jit(
+        functools.partial(_packed_step, env, num_envs, same_step, layout), donate_argnums=0
+    )
+    return reset, step, jax.jit(lambda words: layout.unpack(words[: layout.size]))
 
 
 # ------------------------------------------------------------------------------------ the env
@@ -198,16 +329,19 @@ class JaxsimVectorEnv(gymnasium.vector.VectorEnv):
 
     def _build_programs(self) -> None:
         """The packed buffer's layout (from the state's shapes) and the programs for it."""
-        self._layout, self._reset_fn, self._step_fn, self._unpack_fn = vector_programs(
-            self.jax_env,
-            self.num_envs,
-            self.autoreset_mode == AutoresetMode.SAME_STEP,
-            self.params,
-            self.params_sampler,
+        same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
+        seed = jax.ShapeDtypeStruct((2,), jnp.uint32)
+        args = (seed, seed, self.params, self.params_sampler, None, None)
+        moving, _, _ = jax.eval_shape(functools.partial(_reset, self.jax_env, self.num_envs), *args)
+        n, obs = self.num_envs, self._obs_size * self.num_envs
+        host_size = obs + 3 * n + (obs if same_step else 0)
+        self._layout = Layout(f"jaxsim/{self.jax_env.id}", moving)
+        self._reset_fn, self._step_fn, self._unpack_fn = _programs(
+            self.jax_env, n, same_step, self._layout, host_size
         )
 
     @property
-    def _moving(self):
+    def _moving(self) -> _Moving | None:
         """The batch's moving state, unpacked from the device buffer (None before a reset)."""
         return None if self._words is None else self._unpack_fn(self._words)
 
