@@ -62,15 +62,6 @@ class Layout:
         self.fields = tuple(fields)
         self.size = offset
 
-    def __eq__(self, other):  # a compile-cache key: equal layouts share their programs
-        return isinstance(other, Layout) and (other.treedef, other.fields) == (
-            self.treedef,
-            self.fields,
-        )
-
-    def __hash__(self):
-        return hash((self.treedef, self.fields))
-
     def pack(self, tree) -> jax.Array:
         """`tree` (traced) as uint32[size]; each leaf cast to its field's dtype first."""
         leaves = self.treedef.flatten_up_to(tree)

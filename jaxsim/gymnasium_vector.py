@@ -25,7 +25,6 @@ from jaxsim import params as params_lib
 from jaxsim import spaces
 from jaxsim.core import Env
 from jaxsim.envs import ADAPTERS, REGISTRY, make
-from jaxsim.gymnasium_step import Layout
 from jaxsim.transition import (
     Carry,
     Lanes,
@@ -197,35 +196,16 @@ def _step(env: Env, num_envs: int, same_step: bool, moving: _Moving, fixed: _Fix
     return _Moving(carry, terminated | truncated, counter), host
 
 
-# The moving state and the step's host outputs travel as one flat uint32 buffer: [moving | host].
-# Fewer, larger buffers leave XLA's CPU executor fewer independent pieces to hand to its
-# intra-op thread pool, whose hand-offs cost most of a step on cores other processes keep busy.
-def _packed_reset(env, num_envs, layout, host_size, seed, key, params, sampler, words, mask):
-    moving = None if words is None else layout.unpack(words[: layout.size])
-    moving, fixed, obs = _reset(env, num_envs, seed, key, params, sampler, moving, mask)
-    return jnp.concatenate([layout.pack(moving), jnp.zeros((host_size,), jnp.uint32)]), fixed, obs
-
-
-def _packed_step(env, num_envs, same_step, layout, words, fixed, action):
-    moving, host = _step(
-        env, num_envs, same_step, layout.unpack(words[: layout.size]), fixed, action
-    )
-    return jnp.concatenate([layout.pack(moving), jax.lax.bitcast_convert_type(host, jnp.uint32)])
-
-
 @functools.cache
-def _programs(env: Env, num_envs: int, same_step: bool, layout: Layout, host_size: int):
-    """(reset, step, unpack) jitted for one environment, batch size, mode and state layout,
-    shared by instances.
+def _programs(env: Env, num_envs: int, same_step: bool):
+    """(reset, step) jitted for one environment, batch size and mode, shared by instances.
 
     Binding the static arguments here, rather than through `static_argnums`, spares each call
-    hashing the environment; `step` donates the buffer it replaces.
+    hashing the environment; `step` donates the state it replaces.
     """
-    reset = jax.jit(functools.partial(_packed_reset, env, num_envs, layout, host_size))
-    step = jax.jit(
-        functools.partial(_packed_step, env, num_envs, same_step, layout), donate_argnums=0
-    )
-    return reset, step, jax.jit(lambda words: layout.unpack(words[: layout.size]))
+    reset = jax.jit(functools.partial(_reset, env, num_envs))
+    step = jax.jit(functools.partial(_step, env, num_envs, same_step), donate_argnums=0)
+    return reset, step
 
 
 # ------------------------------------------------------------------------------------ the env
@@ -324,38 +304,21 @@ class JaxsimVectorEnv(gymnasium.vector.VectorEnv):
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self._obs_shape = self.single_observation_space.shape
         self._obs_size = int(np.prod(self._obs_shape))
-        self._build_programs()
-        self._words = self._fixed = None
-
-    def _build_programs(self) -> None:
-        """The packed buffer's layout (from the state's shapes) and the programs for it."""
-        same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
-        seed = jax.ShapeDtypeStruct((2,), jnp.uint32)
-        args = (seed, seed, self.params, self.params_sampler, None, None)
-        moving, _, _ = jax.eval_shape(functools.partial(_reset, self.jax_env, self.num_envs), *args)
-        n, obs = self.num_envs, self._obs_size * self.num_envs
-        host_size = obs + 3 * n + (obs if same_step else 0)
-        self._layout = Layout(f"jaxsim/{self.jax_env.id}", moving)
-        self._reset_fn, self._step_fn, self._unpack_fn = _programs(
-            self.jax_env, n, same_step, self._layout, host_size
-        )
-
-    @property
-    def _moving(self) -> _Moving | None:
-        """The batch's moving state, unpacked from the device buffer (None before a reset)."""
-        return None if self._words is None else self._unpack_fn(self._words)
+        same_step = mode == AutoresetMode.SAME_STEP
+        self._reset_fn, self._step_fn = _programs(self.jax_env, self.num_envs, same_step)
+        self._moving = self._fixed = None
 
     def __getstate__(self) -> dict:
         # The jitted programs are closures over the environment (not picklable); everything
         # else, the device state included, pickles, and the programs are rebuilt on load.
         state = dict(self.__dict__)
-        for name in ("_reset_fn", "_step_fn", "_unpack_fn", "_layout"):
-            del state[name]
+        del state["_reset_fn"], state["_step_fn"]
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._build_programs()
+        same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
+        self._reset_fn, self._step_fn = _programs(self.jax_env, self.num_envs, same_step)
 
     def _reset_mask(self, options: dict | None):
         """The bool [num_envs] reset mask of `options`, or None; a ValueError for anything else."""
@@ -377,7 +340,7 @@ class JaxsimVectorEnv(gymnasium.vector.VectorEnv):
             )
         if not got.any():
             raise ValueError(f"{owner}: options['reset_mask'] selects no environment")
-        if self._words is None:
+        if self._moving is None:
             raise gymnasium.error.ResetNeeded(
                 f"{owner}: reset without a reset_mask first; a mask resets some lanes of a batch"
             )
@@ -392,21 +355,21 @@ class JaxsimVectorEnv(gymnasium.vector.VectorEnv):
         mask = self._reset_mask(options)
         super().reset(seed=seed)
         seed, key = seed_words(self.np_random), seed_words(self.np_random)
-        words = None if mask is None else self._words
-        self._words, self._fixed, obs = self._reset_fn(
-            seed, key, self.params, self.params_sampler, words, mask
+        moving = None if mask is None else self._moving
+        self._moving, self._fixed, obs = self._reset_fn(
+            seed, key, self.params, self.params_sampler, moving, mask
         )
         return np.array(obs), {}
 
     def step(self, actions):
-        if self._words is None:
+        if self._moving is None:
             raise gymnasium.error.ResetNeeded("jaxsim: call reset before step")
         owner = f"jaxsim/{self.jax_env.id}"
         actions = check_actions(owner, self._space, actions, self._action_shape)
-        self._words = self._step_fn(self._words, self._fixed, actions)
+        self._moving, host = self._step_fn(self._moving, self._fixed, actions)
         # A read-only view of the one output buffer; each segment is copied out, so callers
-        # (torch, SB3) may write to what they get, and the next step may reuse the buffer.
-        host = np.asarray(self._words)[self._layout.size :].view(np.float32)
+        # (torch, SB3) may write to what they get.
+        host = np.asarray(host)
         n, d = self.num_envs, self.num_envs * self._obs_size
         obs = host[:d].reshape(n, *self._obs_shape).copy()
         reward = host[d : d + n].copy()
