@@ -23,7 +23,7 @@ from jaxsim.core import Env
 _WORD = np.dtype(np.uint32)
 # Discrete spaces up to this size keep one device scalar per action: a committed device array
 # is the cheapest argument jit takes, and looking it up is the range check.
-_MAX_TABLE = 4096
+_MAX_TABLE = 256
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,8 +79,8 @@ class Layout:
         """`tree` (host or device leaves) as a numpy uint32[size], each leaf checked for shape."""
         leaves = self.treedef.flatten_up_to(tree)
         words = []
-        for path_leaf, f in zip(leaves, self.fields, strict=True):
-            value = np.asarray(jax.device_get(path_leaf))
+        for leaf, f in zip(leaves, self.fields, strict=True):
+            value = np.asarray(jax.device_get(leaf))
             if value.shape != f.shape:
                 raise ValueError(f"{owner}: a leaf has shape {value.shape}, expected {f.shape}")
             value = value.astype(f.dtype)

@@ -214,3 +214,21 @@ def test_a_step_costs_a_few_gymnasium_steps_not_twenty():
     times = [(_per_step_us(ours, actions), _per_step_us(theirs, actions)) for _ in range(7)]
     best_ours, best_theirs = np.min(times, axis=0)
     assert best_ours < 6 * best_theirs, times
+
+
+def test_a_large_discrete_space_passes_checked_numpy_actions(monkeypatch):
+    # Above _MAX_TABLE actions no device table is kept: the checked action is the argument.
+    env = gym.make("jaxsim/CartPole-v1").unwrapped
+    monkeypatch.setattr(gymnasium_step, "_MAX_TABLE", 1)
+    untabled = gymnasium_step.Programs(env.jax_env)
+    assert untabled.table == {}
+    env.reset(seed=0)
+    expected = [env.step(a)[:4] for a in (1, 0, 1)]
+    env._programs = untabled
+    env.reset(seed=0)
+    got = [env.step(a)[:4] for a in (1, np.int64(0), 1)]
+    for a, b in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(a[0], b[0])
+        assert a[1:] == b[1:]
+    with pytest.raises(ValueError, match=r"integers in \[0, 2\)"):
+        env.step(2)
