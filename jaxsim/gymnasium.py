@@ -1,7 +1,8 @@
 """Gymnasium interop: `import jaxsim.gymnasium` registers every native env as "jaxsim/<id>".
 
 After the import, `gymnasium.make("jaxsim/CartPole-v1")` returns a single `gymnasium.Env` whose
-`reset`/`step` are jaxsim's per-environment functions, jitted, and `gymnasium.make_vec(...,
+`reset`/`step` are jaxsim's per-environment functions, jitted (one call and one host buffer per
+step: `jaxsim.gymnasium_step`), and `gymnasium.make_vec(...,
 vectorization_mode="vector_entry_point")` returns a `JaxsimVectorEnv` (see
 `jaxsim.gymnasium_vector`) that steps every environment in one jitted call of
 `jaxsim.transition.batch_step` (the rollout's own transition), in Gymnasium's NEXT_STEP or
@@ -37,7 +38,6 @@ computation before importing it (then it is left alone).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import sys
 from typing import Any, ClassVar
 
@@ -58,8 +58,7 @@ import jax
 import numpy as np
 from gymnasium.envs.registration import ENV_ID_RE
 
-from jaxsim import envs
-from jaxsim.core import Env
+from jaxsim import envs, gymnasium_step
 from jaxsim.gymnasium_vector import (
     NAMESPACE,
     JaxsimVectorEnv,
@@ -67,7 +66,6 @@ from jaxsim.gymnasium_vector import (
     gym_id,
     gymnasium_space,
     jaxsim_id,
-    seed_words,
 )
 from jaxsim.rendering import default_fps
 
@@ -133,19 +131,6 @@ def cpu_dispatch() -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------- single env
-@functools.partial(jax.jit, static_argnums=0)
-def _reset_one(env: Env, key, params):
-    state, obs = env.reset(key, params)
-    return state, obs
-
-
-@functools.partial(jax.jit, static_argnums=0)
-def _step_one(env: Env, key, state, action, params):
-    key, step_key = jax.random.split(key)
-    state, ts = env.step(step_key, state, action, params)
-    return key, state, (ts.obs, ts.reward, ts.terminated, ts.truncated)
-
-
 class JaxsimEnv(gymnasium.Env):
     """One jaxsim environment as a `gymnasium.Env` (numpy in and out).
 
@@ -174,8 +159,29 @@ class JaxsimEnv(gymnasium.Env):
         self._space = self.jax_env.action_space(self.params)
         self.observation_space = gymnasium_space(self.jax_env.observation_space(self.params))
         self.action_space = gymnasium_space(self._space)
-        self._state = None
-        self._key = None
+        self._words = None  # the device buffer of gymnasium_step: key, state, params, outputs
+
+    @property
+    def params(self):
+        """The params every step reads; setting them takes effect from the next step."""
+        return self._params
+
+    @params.setter
+    def params(self, params) -> None:
+        owner = f"jaxsim/{self.jax_env.id}"
+        self.jax_env.check_params(params)
+        programs = gymnasium_step.programs(self.jax_env)
+        packed = jax.device_put(programs.params_layout.pack_host(f"{owner}: params", params))
+        self._params, self._params_words, self._programs = params, packed, programs
+        if getattr(self, "_words", None) is not None:  # a running episode reads them too
+            self._words = programs.with_params(self._words, packed)
+
+    @property
+    def _state(self):
+        """The environment's jaxsim state (None before the first reset)."""
+        if self._words is None:
+            return None
+        return self._programs.unpack(self._words)[2]
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         if options:  # jaxsim's resets take no options: refused rather than silently dropped
@@ -183,21 +189,27 @@ class JaxsimEnv(gymnasium.Env):
                 f"jaxsim/{self.jax_env.id}: reset takes no options, got {sorted(options)}"
             )
         super().reset(seed=seed)
-        # One key for the reset, one that the steps split (it reaches stochastic dynamics).
-        self._key = seed_words(self.np_random)
-        self._state, obs = _reset_one(self.jax_env, seed_words(self.np_random), self.params)
-        return np.array(obs), {}
+        # Two seed_words draws in one: the key the steps split (it reaches stochastic
+        # dynamics), then the reset's.
+        keys = self.np_random.integers(0, 2**32, size=4, dtype=np.uint32)
+        self._words = self._programs.reset(keys, self._params_words)
+        return self._programs.outputs(self._words)[0], {}
 
     def step(self, action):
-        if self._state is None:
+        if self._words is None:
             raise gymnasium.error.ResetNeeded("jaxsim: call reset before step")
-        owner = f"jaxsim/{self.jax_env.id}"
-        action = check_actions(owner, self._space, action, self._space.shape)
-        self._key, self._state, out = _step_one(
-            self.jax_env, self._key, self._state, action, self.params
-        )
-        obs, reward, terminated, truncated = jax.device_get(out)
-        return np.array(obs), float(reward), bool(terminated), bool(truncated), {}
+        # One compiled call and one host view per step (see jaxsim.gymnasium_step). An int
+        # action of a Discrete space is its own range check: a lookup in the device table.
+        programs = self._programs
+        device_action = None
+        if type(action) is int or isinstance(action, np.integer):
+            device_action = programs.table.get(action)
+        if device_action is None:  # any other action, or a bad one: checked, then converted
+            owner = f"jaxsim/{self.jax_env.id}"
+            checked = check_actions(owner, self._space, action, programs.action_shape)
+            device_action = programs.device_action(checked)
+        self._words = programs.step(self._words, device_action)
+        return *programs.outputs(self._words), {}
 
     def render(self):
         """The current state as an RGB uint8 array (`env.render`), with render_mode="rgb_array"."""
