@@ -1,7 +1,6 @@
 """The single Gymnasium env's packed step: same transitions as before, one call, checked actions."""
 
 import pickle
-import time
 
 import jax
 import jax.numpy as jnp
@@ -194,26 +193,6 @@ def test_the_buffer_layout_round_trips_every_narrow_dtype():
             np.testing.assert_array_equal(np.asarray(got).view(np.uint8), value.view(np.uint8))
     with pytest.raises(TypeError, match=r"at most 32 bits, got float64\[2\]"):
         gymnasium_step.Layout("test", [jax.ShapeDtypeStruct((2,), np.float64)])
-
-
-def _per_step_us(env, actions):
-    env.reset(seed=0)
-    start = time.perf_counter()
-    for action in actions:
-        if any(env.step(action)[2:4]):
-            env.reset()
-    return (time.perf_counter() - start) / len(actions) * 1e6
-
-
-def test_a_step_costs_a_few_gymnasium_steps_not_twenty():
-    # Loose on purpose (a loaded CI core): the unpacked step was 15-20x Gymnasium's CartPole.
-    # Each side's fastest of several interleaved windows: load only ever adds time.
-    ours, theirs = gym.make("jaxsim/CartPole-v1"), gym.make("CartPole-v1")
-    actions = [int(a) for a in np.random.default_rng(0).integers(0, 2, 1000)]
-    _per_step_us(ours, actions[:50])  # compiles
-    times = [(_per_step_us(ours, actions), _per_step_us(theirs, actions)) for _ in range(7)]
-    best_ours, best_theirs = np.min(times, axis=0)
-    assert best_ours < 6 * best_theirs, times
 
 
 def test_a_large_discrete_space_passes_checked_numpy_actions(monkeypatch):
