@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from jaxsim.envs.minatar.asterix import Asterix
 from jaxsim.envs.minatar.base import MinAtarEnv, MinAtarParams, minimal_variant
 from jaxsim.envs.minatar.breakout import Breakout
+from jaxsim.envs.minatar.freeway import Freeway
 
 # Each game with the full action set ("-v0") and the minimal one ("-v1"), as the original's ids.
-GAMES: tuple[type[MinAtarEnv], ...] = (Breakout,)
+GAMES: tuple[type[MinAtarEnv], ...] = (Asterix, Breakout, Freeway)
 ENVS: tuple[type[MinAtarEnv], ...] = tuple(
     cls for game in GAMES for cls in (game, minimal_variant(game))
 )
 
-__all__ = ["ENVS", "GAMES", "Breakout", "MinAtarEnv", "MinAtarParams"]
+__all__ = ["ENVS", "GAMES", "Asterix", "Breakout", "Freeway", "MinAtarEnv", "MinAtarParams"]
