@@ -44,11 +44,11 @@ def env_unsupported_reason(env: Env) -> str | None:
         return f"its action space {space!r} is neither Discrete nor Box"
     state = jax.eval_shape(env.init_state, env.reset_draw_shapes(), params)
     shapes = {tuple(leaf.shape) for leaf in jax.tree.leaves(state)}
-    shapes |= set(env.reset_uniform_shapes())
+    shapes |= set(env.reset_uniform_shapes()) | set(env.step_uniform_shapes())
     bad = sorted(s for s in shapes if not all(is_power_of_two(d) for d in s))
     if bad:
         return (
-            f"{name}'s state or reset uniforms have shapes {bad}; the kernel holds each as a "
+            f"{name}'s state, reset or step uniforms have shapes {bad}; the kernel holds each as a "
             "[block, *shape] array, which Triton lowers only for power-of-two sizes"
         )
     return None
