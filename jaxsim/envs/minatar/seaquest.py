@@ -138,28 +138,30 @@ def _compact(items: tuple):
     return new_first, new_second
 
 
+_ROW16 = np.arange(16, dtype=np.int32)  # rows, padded to a power of two for the kernel
+
+
 def _rows(alive, y, x) -> tuple:
     """10 row words with the cells (y, x) of the slots where `alive` (x off the board: none).
 
-    Several slots may share a cell, so the words are an OR, which the kernel's reductions
-    (sum, max, min) do not give directly: per row, each slot adds 1 to a 6-bit counter per
-    column (two int32 words of five counters, 32 slots < 64), and a column is on where its
-    counter is nonzero.
+    Several slots may share a cell, so a word is an OR over slots, which the kernel's reductions
+    (sum, max, min) do not give directly: each slot adds 1 to a 6-bit counter of its column in
+    its row (two int32 words of five counters per row; 32 slots < 64 never overflow one), all
+    rows at once as [..., slots, 16] masks, and a column is on where its counter is nonzero.
     """
     on = alive & ~_off(x)
-    low = on & (x < 5)
-    field = jnp.left_shift(i32(1), 6 * jnp.where(low, x, x - 5).clip(0, 4))
-    words = []
-    for row in range(grid.SIZE):
-        here = on & (y == row)
-        lo = jnp.sum(select(here & low, field, i32(0)), axis=-1)
-        hi = jnp.sum(select(here & ~low, field, i32(0)), axis=-1)
-        word = jnp.zeros(jnp.shape(lo), jnp.int32)
-        for c in range(5):
-            word = word | jnp.left_shift(((lo >> (6 * c)) & 63 != 0).astype(jnp.int32), c)
-            word = word | jnp.left_shift(((hi >> (6 * c)) & 63 != 0).astype(jnp.int32), c + 5)
-        words.append(word)
-    return tuple(words)
+    low = x < 5
+    field = jnp.left_shift(i32(1), 6 * jnp.clip(select(low, x, x - 5), 0, 4))
+    in_row = (on & (y >= 0))[..., None] & (y[..., None] == _ROW16)  # [..., slots, 16]
+    lo = jnp.sum(select(in_row & low[..., None], field[..., None], i32(0)), axis=-2)
+    hi = jnp.sum(select(in_row & ~low[..., None], field[..., None], i32(0)), axis=-2)
+    word = jnp.zeros(jnp.shape(lo), jnp.int32)
+    for c in range(5):
+        word = word | jnp.left_shift((((lo >> (6 * c)) & 63) != 0).astype(jnp.int32), c)
+        word = word | jnp.left_shift((((hi >> (6 * c)) & 63) != 0).astype(jnp.int32), c + 5)
+    return tuple(
+        jnp.sum(select(_ROW16 == row, word, i32(0)), axis=-1) for row in range(grid.SIZE)
+    )
 
 
 def _or_rows(*channels) -> tuple:
