@@ -12,6 +12,7 @@ import pytest
 from jaxsim.envs.minatar import seaquest as sq
 from jaxsim.envs.minatar.seaquest import Seaquest
 from jaxsim.envs.minatar.space_invaders import SpaceInvaders
+from jaxsim.transition import Lanes, ResetDraws, batch_step, initial_carry
 
 minatar = pytest.importorskip("minatar")
 
@@ -58,10 +59,12 @@ def grid_obs(env, state, params):
     return jnp.moveaxis(bits, -1, -2) == 1
 
 
+_BITS = 1 << np.arange(10)
+
+
 def words(grid):
     """10 int32 row words of a [10, 10] 0/1 array."""
-    grid = np.asarray(grid) != 0
-    return tuple(np.int32(np.sum(grid[y] << np.arange(10))) for y in range(10))
+    return tuple((np.asarray(grid) != 0).astype(np.int32) @ _BITS)
 
 
 # ---------------------------------------------------------------------------- SpaceInvaders
@@ -100,11 +103,6 @@ def si_perturb(orig, rng):
 def si_uniforms(orig, log):
     (sticky,) = log
     return (_coin(sticky < STICKY),)
-
-
-def si_canonical(env, state, i):
-    return {k: np.asarray(v)[..., i].tolist() if isinstance(v, tuple) else np.asarray(v)[i]
-            for k, v in vars(state).items() if k != "time"}
 
 
 # ---------------------------------------------------------------------------- Seaquest
@@ -221,7 +219,10 @@ def sq_canonical(state, i):
 
     return dict(
         sub=(int(s.sub_x), int(s.sub_y), bool(s.sub_right)),
-        counts=tuple(int(v) for v in (s.oxygen, s.diver_count, s.e_spawn_speed, s.e_spawn_timer, s.d_spawn_timer)),
+        counts=tuple(
+            int(v)
+            for v in (s.oxygen, s.diver_count, s.e_spawn_speed, s.e_spawn_timer, s.d_spawn_timer)
+        ),
         more=(int(s.move_speed), int(s.shot_timer), bool(s.surface), int(s.ramp_index)),
         bullets=[(int(b.x), int(b.y), bool(b.right)) for b in s.bullets if b.alive],
         divers=[(int(d.x), int(d.y), int(d.right), int(d.timer)) for d in s.divers if d.alive],
@@ -229,7 +230,8 @@ def sq_canonical(state, i):
         subs=kind(True),
         enemy_bullets=sorted(
             (int(en.bullet_x[k]), int(en.bullet_y[k]), bool(en.bullet_right[k]))
-            for k in range(sq.MAX_ENEMIES) if en.bullet_alive[k]
+            for k in range(sq.MAX_ENEMIES)
+            if en.bullet_alive[k]
         ),
     )
 
@@ -241,28 +243,52 @@ GAMES = {
 }
 
 
-def _spawns(orig):
-    g = orig.env
-    return (g.e_spawn_timer == 0, g.d_spawn_timer == 0) if orig.env_name == "seaquest" else None
-
-
-def _uniforms(orig, log, spawns):
+def _draws(orig, log, spawns):
+    """The step uniforms that make jaxsim draw what the original drew (`log`)."""
     return si_uniforms(orig, log) if spawns is None else sq_uniforms(orig, list(log), spawns)
 
 
-def _hidden(env, orig, state, i):
-    """Both sides' full game state, comparable (None where the game needs no extra check)."""
+def _full_state(env, orig, batch, i):
+    """(the original's game state, lane i's), comparable: hidden state included."""
     if orig.env_name == "seaquest":
-        return sq_canonical_original(orig), sq_canonical(state, i)
-    theirs = si_transfer(env, orig)
-    mine = jax.tree.map(lambda v: np.asarray(v)[i], state)
-    return jax.tree.map(int, theirs.replace(time=0)), jax.tree.map(int, mine.replace(time=0))
+        return sq_canonical_original(orig), sq_canonical(batch, i)
+    mine = jax.tree.map(lambda v: int(v[i]), batch).replace(time=0)
+    return jax.tree.map(int, si_transfer(env, orig)), mine
+
+
+def _milestones(orig, before, reward):
+    """What this step reached that the parity should have covered (counted per game)."""
+    g = orig.env
+    seen = {"reward": reward > 0, "ramp": g.ramp_index > before["ramp"]}
+    if orig.env_name == "seaquest":
+        seen |= {
+            "full surfacing": before["divers"] == 6 and g.diver_count == -1,
+            "negative divers": g.diver_count < 0,
+            "sub gone as reward came": len(g.e_subs) < before["subs"] and reward > 0,
+            "enemy bullets": len(g.e_bullets) > 0,
+            "four enemies": len(g.e_subs) + len(g.e_fish) >= 4,
+        }
+    else:
+        seen |= {"wave cleared": before["aliens"] <= reward, "turn": g.alien_dir != before["dir"]}
+    return seen
+
+
+def _before(orig):
+    g = orig.env
+    if orig.env_name == "seaquest":
+        return {"ramp": g.ramp_index, "divers": g.diver_count, "subs": len(g.e_subs)}
+    return {"ramp": g.ramp_index, "aliens": int(g.alien_map.sum()), "dir": g.alien_dir}
 
 
 def run_lockstep(game, num_envs, steps, seed):
-    """Steps `num_envs` originals and one batch of jaxsim states side by side with random
-    actions, the originals' draws replayed as step uniforms; returns the counts of mismatched
-    steps per field, the number of steps and of finished episodes."""
+    """Steps `num_envs` originals and one batch of jaxsim states side by side under random
+    actions, each original's draws replayed into `env.dynamics` as step uniforms.
+
+    Episodes start from the original's state, transferred (half of them perturbed first into
+    states deep in the game: ramped, thinned waves, divers aboard), and 1% of steps transfer a
+    running game's state again. Returns (mismatched steps per check, first mismatch, steps,
+    episodes, milestone counts).
+    """
     cls, transfer, perturb = GAMES[game]
     env = cls()
     params = env.default_params
@@ -276,7 +302,7 @@ def run_lockstep(game, num_envs, steps, seed):
         return transfer(env, orig)
 
     def to_numpy(tree):
-        return jax.tree.map(lambda v: np.array(v), tree)
+        return jax.tree.map(np.array, tree)
 
     batch = to_numpy(jax.tree.map(lambda *xs: np.stack(xs), *[start(o) for o in origs]))
 
@@ -285,38 +311,110 @@ def run_lockstep(game, num_envs, steps, seed):
         state, reward, terminal = env.dynamics(state, action, params, u)
         return state, reward, terminal, grid_obs(env, state, params)
 
-    bad = dict(obs=0, reward=0, terminal=0, hidden=0)
-    first = {}
-    episodes = 0
+    bad = dict(obs=0, reward=0, terminal=0, state=0)
+    first, seen, episodes = {}, {}, 0
     for _ in range(steps):
         actions = rng.integers(0, 6, num_envs)
         draws, rewards, terminals, observations = [], [], [], []
         for orig, action in zip(origs, actions, strict=True):
             orig.random.log.clear()
-            spawns = _spawns(orig)
+            g = orig.env
+            spawns = (g.e_spawn_timer == 0, g.d_spawn_timer == 0) if game == "seaquest" else None
+            before = _before(orig)
             reward, terminal = orig.act(int(action))
-            draws.append(_uniforms(orig, orig.random.log, spawns))
+            for name, hit in _milestones(orig, before, reward).items():
+                seen[name] = seen.get(name, 0) + bool(hit)
+            draws.append(_draws(orig, orig.random.log, spawns))
             rewards.append(reward)
             terminals.append(terminal)
             observations.append(orig.state())
         u = tuple(np.asarray(c, np.float32) for c in zip(*draws, strict=True))
-        out = step(batch, jnp.asarray(actions, jnp.int32), u)
-        batch, reward, terminal, obs = to_numpy(out)
-        checks = dict(
-            obs=[np.array_equal(obs[i], observations[i]) for i in range(num_envs)],
-            reward=list(reward == np.asarray(rewards, np.float32)),
-            terminal=list(terminal == np.asarray(terminals)),
-            hidden=[operator.eq(*_hidden(env, o, batch, i)) for i, o in enumerate(origs)],
-        )
-        for name, ok in checks.items():
-            for i, good in enumerate(ok):
-                if not good:
-                    bad[name] += 1
-                    first.setdefault(name, (i, _hidden(env, origs[i], batch, i)))
+        batch, reward, terminal, obs = to_numpy(step(batch, jnp.asarray(actions, jnp.int32), u))
         for i, orig in enumerate(origs):
+            checks = dict(
+                obs=np.array_equal(obs[i], observations[i]),
+                reward=reward[i] == np.float32(rewards[i]),
+                terminal=terminal[i] == terminals[i],
+                state=operator.eq(*_full_state(env, orig, batch, i)),
+            )
+            for name, ok in checks.items():
+                if not ok:
+                    bad[name] += 1
+                    first.setdefault(name, (i, _full_state(env, orig, batch, i)))
             if terminals[i] or rng.random() < 0.01:  # a new episode, or a transfer mid-episode
                 episodes += bool(terminals[i])
                 fresh = start(orig) if terminals[i] else transfer(env, orig)
                 for leaf, value in zip(jax.tree.leaves(batch), jax.tree.leaves(fresh), strict=True):
                     leaf[i] = value
-    return bad, first, steps * num_envs, episodes
+    return bad, first, steps * num_envs, episodes, seen
+
+
+@pytest.mark.parametrize("game", sorted(GAMES))
+def test_step_parity_with_original(game):
+    """>= 10,000 steps over hundreds of episodes, sticky actions 0.1 and ramping on: the
+    observation, reward, termination and the whole hidden state equal the original's."""
+    bad, first, steps, episodes, seen = run_lockstep(game, num_envs=64, steps=160, seed=1)
+    assert steps >= 10_000 and episodes >= 100, (steps, episodes)
+    assert bad == dict(obs=0, reward=0, terminal=0, state=0), first
+    missed = sorted(name for name, count in seen.items() if count == 0)
+    assert not missed, f"the parity run never reached {missed}: {seen}"
+
+
+# ---------------------------------------------------------------------------- random policy
+def original_episodes(game, episodes, seed):
+    """(returns, lengths) of the original under uniformly random actions."""
+    rng = np.random.default_rng(seed)
+    orig = minatar.Environment(game, sticky_action_prob=STICKY, difficulty_ramping=True)
+    orig.seed(seed)
+    returns, lengths = [], []
+    for _ in range(episodes):
+        orig.reset()
+        total, n, terminal = 0.0, 0, False
+        while not terminal:
+            reward, terminal = orig.act(int(rng.integers(6)))
+            total, n = total + reward, n + 1
+        returns.append(total)
+        lengths.append(n)
+    return np.asarray(returns), np.asarray(lengths)
+
+
+def jaxsim_episode_stats(env, num_envs, steps, seed):
+    """Episode statistics of jaxsim's own transition path (counter-based resets, sticky and
+    spawn draws, same-step auto-reset) under uniformly random actions. The observation is left
+    out: it does not change the episodes, and skipping it keeps the compile short."""
+    params = env.default_params
+    lanes = Lanes(vmapped=True)
+    axes = env.params_axes(params, num_envs)
+
+    @jax.jit
+    def run(key):
+        draws = ResetDraws.for_rollout(env, key, num_envs)
+        carry = initial_carry(env, lanes, params, axes, draws, with_sums=True, with_checks=False)
+
+        def body(carry, t):
+            action = jax.random.randint(jax.random.fold_in(key, t), (num_envs,), 0, 6)
+            counter = (t + 1).astype(jnp.uint32)
+            carry, _ = batch_step(env, lanes, carry, action, params, axes, counter, draws)
+            return carry, None
+
+        carry, _ = jax.lax.scan(body, carry, jnp.arange(steps, dtype=jnp.int32))
+        return carry.sums.stats()
+
+    return run(jax.random.key(seed))
+
+
+@pytest.mark.parametrize("game", sorted(GAMES))
+def test_random_policy_matches_original(game):
+    """Mean return and episode length under random actions agree with the original's within
+    a few standard errors of the two samples."""
+    returns, lengths = original_episodes(game, episodes=400, seed=3)
+    stats = jaxsim_episode_stats(GAMES[game][0](), num_envs=64, steps=400, seed=3)
+    count = int(stats.count)
+    assert count >= 300, count
+    for name, ours, theirs in (
+        ("return", float(stats.mean_return), returns),
+        ("length", float(stats.mean_length), lengths),
+    ):
+        # The standard error of the difference, both samples taken as the original's spread.
+        se = theirs.std() * np.sqrt(1 / len(theirs) + 1 / count)
+        assert abs(ours - theirs.mean()) < 4 * se + 1e-6, (name, ours, theirs.mean(), se)

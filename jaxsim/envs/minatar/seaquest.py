@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import operator
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
@@ -114,28 +115,21 @@ def _any(mask):
 
 def _append(items: tuple, new, add):
     """The list `items` (two slots, list order) with `new` appended where `add`: into the first
-    slot if it is free, else the second (the caller's bound keeps one free)."""
+    slot if it is free, else the second (the bounds in `Seaquest` keep one free)."""
     first, second = items
-    into_first = add & ~first.alive
-    into_second = add & first.alive
 
     def put(slot, where):
-        return type(slot)(*(select(where, n, s) for s, n in zip(_fields(slot), _fields(new))))
+        return jax.tree.map(lambda old, value: select(where, value, old), slot, new)
 
-    return put(first, into_first), put(second, into_second)
-
-
-def _fields(item):
-    return [getattr(item, f) for f in item.__dataclass_fields__]
+    return put(first, add & ~first.alive), put(second, add & first.alive)
 
 
 def _compact(items: tuple):
     """Two slots with the survivor first, keeping list order."""
     first, second = items
     shift = ~first.alive & second.alive
-    new_first = type(first)(*(select(shift, b, a) for a, b in zip(_fields(first), _fields(second))))
-    new_second = second.replace(alive=second.alive & ~shift)
-    return new_first, new_second
+    first = jax.tree.map(lambda a, b: select(shift, b, a), first, second)
+    return first, second.replace(alive=second.alive & ~shift)
 
 
 _ROW16 = np.arange(16, dtype=np.int32)  # rows, padded to a power of two for the kernel
@@ -159,9 +153,7 @@ def _rows(alive, y, x) -> tuple:
     for c in range(5):
         word = word | jnp.left_shift((((lo >> (6 * c)) & 63) != 0).astype(jnp.int32), c)
         word = word | jnp.left_shift((((hi >> (6 * c)) & 63) != 0).astype(jnp.int32), c + 5)
-    return tuple(
-        jnp.sum(select(_ROW16 == row, word, i32(0)), axis=-1) for row in range(grid.SIZE)
-    )
+    return tuple(jnp.sum(select(_ROW16 == row, word, i32(0)), axis=-1) for row in range(grid.SIZE))
 
 
 def _or_rows(*channels) -> tuple:
@@ -208,7 +200,9 @@ class Seaquest(MinAtarEnv):
         empty = slots != 0
         bullet = Bullet(zero, zero, no, no)
         diver = Diver(zero, zero, no, zero, no)
-        enemies = Enemies(slots, slots, empty, slots, slots, empty, slots, empty, slots, slots, empty, empty)
+        enemies = Enemies(
+            slots, slots, empty, slots, slots, empty, slots, empty, slots, slots, empty, empty
+        )
         return SeaquestState(
             sub_x=zero + 5,
             sub_y=zero,
@@ -336,7 +330,9 @@ class Seaquest(MinAtarEnv):
         # Every sub fires on its timer, even one that left or was shot this step.
         fires = subs & (en.shot_timer == 0)
         en = en.replace(
-            shot_timer=select(fires, i32(ENEMY_SHOT_INTERVAL), select(subs, en.shot_timer - 1, en.shot_timer)),
+            shot_timer=select(
+                fires, i32(ENEMY_SHOT_INTERVAL), select(subs, en.shot_timer - 1, en.shot_timer)
+            ),
             bullet_x=select(fires, en.x, en.bullet_x),
             bullet_y=select(fires, en.y, en.bullet_y),
             bullet_right=select(fires, en.right, en.bullet_right),

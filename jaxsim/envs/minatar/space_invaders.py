@@ -160,7 +160,9 @@ class SpaceInvaders(MinAtarEnv):
             for a, d in zip(aliens, down, strict=True)
         )
         alien_move_timer = select(
-            move, jnp.minimum(_count(state.aliens), state.enemy_move_interval), state.alien_move_timer
+            move,
+            jnp.minimum(_count(state.aliens), state.enemy_move_interval),
+            state.alien_move_timer,
         )
         direction = select(turn, -direction, direction)
         terminal = terminal | _on(aliens[BOTTOM], pos)
