@@ -12,9 +12,9 @@ from flax import struct
 
 from jaxsim.envs.minatar import _grid as grid
 from jaxsim.envs.minatar._grid import i32, select
-from jaxsim.envs.minatar.base import MinAtarEnv
+from jaxsim.envs.minatar.base import MinAtarEnv, MinAtarParams
+from jaxsim.params import field
 
-MAX_OXYGEN = 200
 INIT_SPAWN_SPEED = 20
 DIVER_SPAWN_SPEED = 30
 INIT_MOVE_INTERVAL = 5
@@ -28,6 +28,13 @@ MAX_DIVERS = 6
 MAX_ENEMIES = 32
 _SLOT = np.arange(MAX_ENEMIES, dtype=np.int32)
 _NONE = np.int32(2**30)  # above every spawn number
+
+
+@struct.dataclass
+class SeaquestParams(MinAtarParams):
+    """The original's timings stay fixed: the slot bounds of `Seaquest` rest on them."""
+
+    max_oxygen: int = field(200, ge=1, lt=2**24, doc="oxygen after surfacing (one per step)")
 
 
 @struct.dataclass
@@ -173,11 +180,12 @@ class Seaquest(MinAtarEnv):
     sub shot. Every `e_spawn_speed` steps an enemy (a sub with probability 1/3) enters a random
     row 1 ... 8 from a random side, unless an enemy heads the other way in that row; every 30
     steps a diver does. Enemies move every `move_speed + 1` steps, divers every 6; subs fire
-    every 11. Oxygen (200) drops each step below the surface. Surfacing with divers refills it
-    and drops one diver; with all six it drops them all and pays oxygen * 10 // 200. Under the
-    ramp each surfacing spawns enemies a step sooner (down to 1) and, every other one, moves
-    them a step faster (down to 2). Terminated: touching an enemy or enemy bullet, running out
-    of oxygen, or surfacing without divers. Trails show where enemies and divers came from.
+    every 11. Oxygen (`max_oxygen`, 200) drops each step below the surface. Surfacing with
+    divers refills it and drops one diver; with all six it drops them all and pays
+    oxygen * 10 // max_oxygen. Under the ramp each surfacing spawns enemies a step sooner (down
+    to 1) and, every other one, moves them a step faster (down to 2). Terminated: touching an
+    enemy or enemy bullet, running out of oxygen, or surfacing without divers. Trails show
+    where enemies and divers came from.
 
     As in the original, surfacing with six divers leaves the count at -1 (its reset to 0 is
     followed by the usual decrement), which lets every later surfacing through without a
@@ -186,6 +194,7 @@ class Seaquest(MinAtarEnv):
 
     id = "MinAtar/Seaquest-v0"
     game = "seaquest"
+    params_type = SeaquestParams
     state_type = SeaquestState
     num_channels = 10
     minimal_actions = (grid.NOOP, grid.LEFT, grid.UP, grid.RIGHT, grid.DOWN, grid.FIRE)
@@ -207,7 +216,7 @@ class Seaquest(MinAtarEnv):
             sub_x=zero + 5,
             sub_y=zero,
             sub_right=no,
-            oxygen=zero + MAX_OXYGEN,
+            oxygen=zero + i32(params.max_oxygen),
             diver_count=zero,
             bullets=(bullet, bullet),
             divers=(diver, diver),
@@ -252,7 +261,8 @@ class Seaquest(MinAtarEnv):
         d_spawn = state.d_spawn_timer == 0
         d_right = u_diver_side < 0.5
         d_row = 1 + jnp.minimum((u_diver_row * 8).astype(jnp.int32), 7)
-        diver = Diver(select(d_right, i32(0), i32(9)), d_row, d_right, zero + 5, d_spawn)
+        d_x = select(d_right, i32(0), i32(9))
+        diver = Diver(d_x, d_row, d_right, zero + DIVER_MOVE_INTERVAL, d_spawn)
         divers = list(_append(state.divers, diver, d_spawn))
         d_spawn_timer = select(d_spawn, i32(DIVER_SPAWN_SPEED), state.d_spawn_timer)
 
@@ -359,9 +369,9 @@ class Seaquest(MinAtarEnv):
         terminal = terminal | (arrive & (count == 0))
         up = arrive & (count != 0)
         full = up & (count == MAX_DIVERS)
-        reward = reward + select(full, oxygen * 10 // MAX_OXYGEN, i32(0))
+        reward = reward + select(full, oxygen * 10 // i32(params.max_oxygen), i32(0))
         count = select(up, select(full, i32(0), count) - 1, count)
-        oxygen = select(up, i32(MAX_OXYGEN), oxygen)
+        oxygen = select(up, i32(params.max_oxygen), oxygen)
         ramp = up & params.difficulty_ramping
         ramp = ramp & ((state.e_spawn_speed > 1) | (state.move_speed > 2))
         faster = ramp & (state.move_speed > 2) & (state.ramp_index % 2 == 1)
@@ -400,7 +410,7 @@ class Seaquest(MinAtarEnv):
             behind = diver.x + select(diver.right, i32(-1), i32(1))
             diver_trail = grid.point(diver_trail, diver.y, behind, diver.alive)
         behind = en.x + select(en.right, i32(-1), i32(1))
-        oxygen = _gauge(jnp.maximum(state.oxygen, 0) * 10 // MAX_OXYGEN)
+        oxygen = _gauge(jnp.maximum(state.oxygen, 0) * 10 // i32(params.max_oxygen))
         aboard = jnp.clip(state.diver_count, 0, 9)
         return (
             grid.point(empty, state.sub_y, state.sub_x),

@@ -7,15 +7,22 @@ from flax import struct
 
 from jaxsim.envs.minatar import _grid as grid
 from jaxsim.envs.minatar._grid import i32, select
-from jaxsim.envs.minatar.base import MinAtarEnv
+from jaxsim.envs.minatar.base import MinAtarEnv, MinAtarParams
+from jaxsim.params import field
 
-SHOT_COOL_DOWN = 5
-ENEMY_MOVE_INTERVAL = 12
-ENEMY_SHOT_INTERVAL = 10
-MIN_MOVE_INTERVAL = 6  # the ramp stops once the block moves every 6 steps
 WAVE_ROW = 0b0011111100  # a fresh wave: columns 2 ... 7 of rows 0 ... 3
 WAVE_ROWS = 4
 BOTTOM = grid.SIZE - 1
+
+
+@struct.dataclass
+class SpaceInvadersParams(MinAtarParams):
+    shot_cool_down: int = field(5, ge=0, lt=2**31, doc="steps between the cannon's shots")
+    enemy_move_interval: int = field(
+        12, ge=1, lt=2**31, doc="steps between the block's moves in the first wave"
+    )
+    min_move_interval: int = field(6, ge=1, lt=2**31, doc="the ramp stops at this interval")
+    enemy_shot_interval: int = field(10, ge=0, lt=2**31, doc="steps between the aliens' shots")
 
 
 @struct.dataclass
@@ -101,17 +108,19 @@ class SpaceInvaders(MinAtarEnv):
     """Channels: cannon, alien, alien moving left, alien moving right, friendly bullet, enemy
     bullet. +1 per alien shot; ends when an alien or an enemy bullet reaches the cannon.
 
-    The cannon (row 9) moves left or right and fires (cool-down 5 steps); its bullets rise a row
-    per step, the aliens' fall one. Every `alien_move_timer` steps the block shifts a column, or,
-    at the edge it heads for, a row down and turns; it moves every min(aliens left,
-    `enemy_move_interval`) steps. Every 10 steps the lowest alien of the occupied column nearest
-    the cannon fires. A cleared wave is replaced; under the difficulty ramp each new wave moves
-    one step faster, down to every 6. As in the original, the block's row shift wraps: a block
-    on row 9 that steps down shows on row 0 in the observation that ends the episode.
+    The cannon (row 9) moves left or right and fires (`shot_cool_down`, 5 steps); its bullets
+    rise a row per step, the aliens' fall one. When `alien_move_timer` runs out the block shifts
+    a column, or, at the edge it heads for, a row down and turns; it moves every min(aliens left,
+    `enemy_move_interval`, 12 in the first wave) steps. Every `enemy_shot_interval` (10) steps
+    the lowest alien of the occupied column nearest the cannon fires. A cleared wave is replaced;
+    under the difficulty ramp each new wave moves a step faster, down to `min_move_interval`
+    (6). As in the original, the block's row shift wraps: a block on row 9 that steps down shows
+    on row 0 in the observation that ends the episode.
     """
 
     id = "MinAtar/SpaceInvaders-v0"
     game = "space_invaders"
+    params_type = SpaceInvadersParams
     state_type = SpaceInvadersState
     num_channels = 6
     minimal_actions = (grid.NOOP, grid.LEFT, grid.RIGHT, grid.FIRE)
@@ -126,9 +135,9 @@ class SpaceInvaders(MinAtarEnv):
             friendly_bullets=(zero,) * grid.SIZE,
             enemy_bullets=(zero,) * grid.SIZE,
             alien_dir=zero - 1,
-            enemy_move_interval=zero + ENEMY_MOVE_INTERVAL,
-            alien_move_timer=zero + ENEMY_MOVE_INTERVAL,
-            alien_shot_timer=zero + ENEMY_SHOT_INTERVAL,
+            enemy_move_interval=zero + i32(params.enemy_move_interval),
+            alien_move_timer=zero + i32(params.enemy_move_interval),
+            alien_shot_timer=zero + i32(params.enemy_shot_interval),
             shot_timer=zero,
             ramp_index=zero,
             last_action=zero,
@@ -138,7 +147,7 @@ class SpaceInvaders(MinAtarEnv):
     def game_dynamics(self, state, action, params, u):
         zero = jnp.zeros(jnp.shape(state.pos), jnp.int32)
         fire = (action == grid.FIRE) & (state.shot_timer == 0)
-        shot_timer = select(fire, i32(SHOT_COOL_DOWN), state.shot_timer)
+        shot_timer = select(fire, i32(params.shot_cool_down), state.shot_timer)
         pos = select(action == grid.LEFT, jnp.maximum(state.pos - 1, 0), state.pos)
         pos = select(action == grid.RIGHT, jnp.minimum(pos + 1, BOTTOM), pos)
         friendly = grid.point(state.friendly_bullets, i32(BOTTOM), state.pos, fire)
@@ -168,7 +177,7 @@ class SpaceInvaders(MinAtarEnv):
         terminal = terminal | _on(aliens[BOTTOM], pos)
 
         shoot = state.alien_shot_timer == 0
-        alien_shot_timer = select(shoot, i32(ENEMY_SHOT_INTERVAL), state.alien_shot_timer)
+        alien_shot_timer = select(shoot, i32(params.enemy_shot_interval), state.alien_shot_timer)
         row, column = _shooter(aliens, pos)
         enemy = grid.point(enemy, row, column, shoot)
 
@@ -178,7 +187,7 @@ class SpaceInvaders(MinAtarEnv):
         friendly = tuple(f & ~k for f, k in zip(friendly, kills, strict=True))
 
         cleared = _count(aliens) == 0
-        ramp = cleared & (state.enemy_move_interval > MIN_MOVE_INTERVAL)
+        ramp = cleared & (state.enemy_move_interval > params.min_move_interval)
         ramp = (ramp & params.difficulty_ramping).astype(jnp.int32)
         aliens = tuple(select(cleared, w, a) for a, w in zip(aliens, _wave(zero), strict=True))
         state = state.replace(
