@@ -9,9 +9,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import jaxsim
 from jaxsim.envs.minatar import seaquest as sq
 from jaxsim.envs.minatar.seaquest import Seaquest
 from jaxsim.envs.minatar.space_invaders import SpaceInvaders
+from jaxsim.fused import FusedConfig
 from jaxsim.transition import Lanes, ResetDraws, batch_step, initial_carry
 
 minatar = pytest.importorskip("minatar")
@@ -418,3 +420,27 @@ def test_random_policy_matches_original(game):
         # The standard error of the difference, both samples taken as the original's spread.
         se = theirs.std() * np.sqrt(1 / len(theirs) + 1 / count)
         assert abs(ours - theirs.mean()) < 4 * se + 1e-6, (name, ours, theirs.mean(), se)
+
+
+# ---------------------------------------------------------------------------- fused backend
+# Interpreting the kernel compiles the whole game into it: ~20 s of CPU for SpaceInvaders and
+# ~50 s for Seaquest (the scan backend's compile included), hence `slow`.
+@pytest.mark.slow
+@pytest.mark.parametrize("game", sorted(GAMES))
+def test_fused_kernel_equals_scan(game):
+    """The Pallas kernel (interpreted) steps through the same episodes as the scan backend, bit
+    for bit: rewards, terminations and the whole final state, resets included. (The per-step
+    observation is a function of the state, which the final state pins down; leaving it out of
+    the outputs keeps the two compiles short.)"""
+    env = GAMES[game][0]()
+    config = FusedConfig(block_envs=8, steps_per_launch=4, interpret=True)
+    kw = dict(num_envs=8, key=jax.random.key(5), outputs="rewards")
+    scan = jaxsim.rollout(env, "random", 40, backend="scan", **kw)
+    fused = jaxsim.rollout(env, "random", 40, backend="fused", fused_config=config, **kw)
+    assert scan.terminated.any()
+    for name in ("reward", "terminated", "truncated"):
+        np.testing.assert_array_equal(getattr(fused, name), getattr(scan, name), err_msg=name)
+    for (path, a), b in zip(
+        jax.tree.leaves_with_path(scan.final_state), jax.tree.leaves(fused.final_state), strict=True
+    ):
+        np.testing.assert_array_equal(b, a, err_msg=jax.tree_util.keystr(path))
