@@ -423,8 +423,8 @@ def test_random_policy_matches_original(game):
 
 
 # ---------------------------------------------------------------------------- fused backend
-# Interpreting the kernel compiles the whole game into it: ~20 s of CPU for SpaceInvaders and
-# ~50 s for Seaquest (the scan backend's compile included), hence `slow`.
+# Interpreting the kernel compiles the whole game into it: about a minute of CPU for the two
+# games together, the scan backend's compiles included, hence `slow`.
 @pytest.mark.slow
 @pytest.mark.parametrize("game", sorted(GAMES))
 def test_fused_kernel_equals_scan(game):
@@ -444,3 +444,19 @@ def test_fused_kernel_equals_scan(game):
         jax.tree.leaves_with_path(scan.final_state), jax.tree.leaves(fused.final_state), strict=True
     ):
         np.testing.assert_array_equal(b, a, err_msg=jax.tree_util.keystr(path))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("game", sorted(GAMES))
+def test_fused_kernel_lowers_for_triton_on_cuda(game):
+    """Lowered (not compiled) for CUDA from the CPU: a Triton lowering gap shows without a GPU."""
+    env = GAMES[game][0]()
+    config = FusedConfig(block_envs=128, steps_per_launch=8, interpret=False)
+
+    def run(key):
+        return jaxsim.rollout(
+            env, "random", 16, num_envs=256, key=key, backend="fused", fused_config=config
+        )
+
+    text = jax.jit(run).trace(jax.random.key(0)).lower(lowering_platforms=("cuda",)).as_text()
+    assert "__gpu$xla.gpu.triton" in text
