@@ -79,9 +79,10 @@ class Env(Generic[State, Params]):
     # True if `obs_fields` returns one component, the whole observation of any shape, instead
     # of one number per component (`obs_fields` components are stacked into a vector).
     array_obs: ClassVar[bool] = False
-    # The observation's shape when `obs_fields` gives one number per component and the stacked
-    # vector is to be read row-major as an array of this shape (MinAtar's [10, 10, C] grid, each
-    # cell its own component so the fused kernel computes it as a [block] column); None: a vector.
+    # The observation's shape when `obs_fields` gives numbers per component that
+    # `obs_from_components` turns into an array of this shape (MinAtar's [10, 10, C] grid, from
+    # packed row words the fused kernel writes as [block] columns); for one environment
+    # `obs_fields` may give the whole array as its one component instead. None: a vector.
     obs_shape: ClassVar[tuple[int, ...] | None] = None
     # True if a rollout should reset only the done environments, gathered, while few are done
     # (`jaxsim.autoreset`): worth it where `init_state` costs far more than the dozen small
@@ -131,6 +132,16 @@ class Env(Generic[State, Params]):
 
     def observation_space(self, params: Params) -> Space:
         raise NotImplementedError
+
+    def obs_from_components(self, stacked: jax.Array) -> jax.Array:
+        """[..., k] stacked `obs_fields` components -> obs[..., *obs_shape] (`obs_shape` set);
+        by default read row-major."""
+        return stacked.reshape(*stacked.shape[:-1], *self.obs_shape)
+
+    def obs_cells(self, columns: tuple) -> tuple:
+        """The observation's flat components (row-major over `obs_shape`) from `obs_fields`'
+        columns, elementwise: what a policy inside the fused kernel reads. By default the same."""
+        return tuple(columns)
 
     def action_space(self, params: Params) -> Space:
         raise NotImplementedError

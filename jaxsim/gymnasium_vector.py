@@ -179,7 +179,8 @@ def _step(env: Env, num_envs: int, same_step: bool, moving: _Moving, fixed: _Fix
     # reward 0 and no flags, and does not advance; every other lane shows this step's true
     # observation.
     pending = moving.pending
-    shown = jnp.where(pending[:, None], _observe(env, moving.carry, fixed, params_axes), next_obs)
+    # (pending broadcast over every observation axis: a grid [num_envs, 10, 10, C] too)
+    shown = _where_lanes(pending, _observe(env, moving.carry, fixed, params_axes), next_obs)
     carry = _where_lanes(pending, moving.carry, carry)
     reward = jnp.where(pending, jnp.float32(0), reward)
     terminated = terminated & ~pending

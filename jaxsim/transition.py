@@ -427,14 +427,17 @@ def initial_carry(
 def stack_obs(env, columns: Iterable[jax.Array]) -> jax.Array:
     """Observation components -> obs[batch, *obs_shape] (the scan backend's layout).
 
-    float32 components [batch] are stacked into obs[batch, obs_dim], reshaped to
+    float32 components [batch] are stacked into obs[batch, obs_dim], turned into
     obs[batch, *env.obs_shape] where the environment declares one; an environment with
-    `array_obs` gives its whole observation as its one component.
+    `array_obs` gives its whole observation as its one component, and one with `obs_shape` may
+    too (a [batch, *obs_shape] array: cheaper to compile than its columns, where no kernel needs
+    them).
     """
     columns = list(columns)
     if env.array_obs:
         return columns[0]
+    shape = env.obs_shape
+    if shape is not None and len(columns) == 1 and columns[0].shape[-len(shape) :] == shape:
+        return columns[0]
     obs = jnp.stack(columns, axis=-1)
-    if env.obs_shape is not None:
-        obs = obs.reshape(*obs.shape[:-1], *env.obs_shape)
-    return obs
+    return obs if shape is None else env.obs_from_components(obs)

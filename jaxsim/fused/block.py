@@ -218,7 +218,10 @@ def step(
     """
     step_params, step_axes = with_episode_params(params, params_axes, carry.episode_params)
     obs = BLOCK.observe(env, carry.env_state, step_params, step_axes)
-    action, extras = policy.act(policy_values, seed, draws.index, obs)
+    reads_obs = policy.kind in ("mlp", "tree")  # (an image's packed words unpacked for it)
+    action, extras = policy.act(
+        policy_values, seed, draws.index, env.obs_cells(obs) if reads_obs else obs
+    )
     counter = (t + 1).astype(jnp.uint32)
     carry, record = batch_step(env, BLOCK, carry, action, params, params_axes, counter, draws)
     carry = carry.checked(env, t, obs, action, extras, record)

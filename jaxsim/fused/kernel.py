@@ -334,10 +334,10 @@ def _rollout(
         outs = [x[:, :num_envs] for x in outs]
         carry = jax.tree.map(lambda x: x[:num_envs], carry)
     record = blk.record_from_outputs(template, outs)
-    if env.obs_shape is not None:  # the kernel wrote one column per cell of the grid
+    if env.obs_shape is not None:  # the kernel wrote the components (MinAtar: packed words)
         for name in ("obs", "next_obs"):
             if record.get(name) is not None:
-                record[name] = record[name].reshape(*record[name].shape[:2], *env.obs_shape)
+                record[name] = env.obs_from_components(record[name])
     final_state = carry.to_state(env, Lanes(vmapped=True), params, params_axes)
     stats = None if carry.sums is None else carry.sums.stats(axis_name)
     per_step = {name: record.get(name) for name in STEP_OUTPUTS}

@@ -2,9 +2,10 @@
 
 A game's board is described channel by channel as 10 int32 row words (bit x of word y set: the
 cell at row y, column x is on). Words are cheap to build from object positions with shifts, and
-a cell is one shift and mask away, so the observation is computed as one [lanes] column per cell:
-the shape the fused kernel writes, with no array of a size Triton cannot lower (10 is no power of
-two). Every helper works on arrays of any batch shape (scalars under `vmap`, [B] in a kernel).
+a cell is one shift and mask away. The fused kernel writes the words, 10 * C columns of [lanes]
+(a tenth of the cells' bytes, and no array of a size Triton cannot lower: 10 is no power of two),
+unpacked into the [10, 10, C] grid outside it. Every helper works on arrays of any batch shape
+(scalars under `vmap`, [B] in a kernel).
 """
 
 from __future__ import annotations
@@ -70,12 +71,33 @@ def bit(word, x):
     return jnp.right_shift(word, x) & 1
 
 
-def cells(channels) -> tuple:
-    """The observation's components: one 0/1 int32 array per cell, in [y, x, c] row-major order
-    (what `Env.obs_shape` (10, 10, C) reads back), from C channels of 10 row words each."""
+def words(channels) -> tuple:
+    """The observation packed: channel c's word y as component y * C + c (int32 values below
+    2**10, exact in float32). A block of lanes writes these C * 10 columns, not 100 * C cells."""
+    return tuple(rows[y] for y in range(SIZE) for rows in channels)
+
+
+def unpack(packed, num_channels: int):
+    """[..., 10 * C] packed words (`words`, any numeric dtype) -> int32 cells [..., 10, 10, C]:
+    cell [y, x, c] is bit x of channel c's word y."""
+    w = jnp.asarray(packed).astype(jnp.int32)
+    w = w.reshape(*w.shape[:-1], SIZE, num_channels)  # [..., y, c]
+    x = jnp.arange(SIZE, dtype=jnp.int32)[:, None]  # [x, 1]: broadcasts against [..., y, 1, c]
+    return jnp.right_shift(w[..., :, None, :], x) & 1
+
+
+def grid_array(channels):
+    """The observation as one int32 array [..., 10, 10, C], in a handful of vector operations."""
+    return unpack(jnp.stack(words(channels), axis=-1), len(channels))
+
+
+def cells(packed_columns, num_channels: int) -> tuple:
+    """One 0/1 int32 column per cell, in [y, x, c] row-major order, from the packed words'
+    columns (`words`, possibly as float32): what a policy reads inside the fused kernel."""
+    w = [jnp.asarray(col).astype(jnp.int32) for col in packed_columns]
     return tuple(
-        jnp.right_shift(channels[c][y], x) & 1
+        jnp.right_shift(w[y * num_channels + c], x) & 1
         for y in range(SIZE)
         for x in range(SIZE)
-        for c in range(len(channels))
+        for c in range(num_channels)
     )

@@ -97,7 +97,19 @@ class MinAtarEnv(Env):
         return state, jnp.asarray(reward, jnp.float32), jnp.asarray(terminal, jnp.bool_)
 
     def obs_fields(self, state, params):
-        return grid.cells(self.rows(state, params))
+        """One environment's grid as one [10, 10, C] component; on a block of lanes (the fused
+        kernel, whose state leaves are [B]) the packed row words, 10 * C columns of [B]
+        (`obs_from_components` unpacks them)."""
+        rows = self.rows(state, params)
+        if jnp.ndim(state.time) == 0:
+            return (grid.grid_array(rows),)
+        return grid.words(rows)
+
+    def obs_from_components(self, stacked):
+        return grid.unpack(stacked, self.num_channels).astype(jnp.float32)
+
+    def obs_cells(self, columns):
+        return grid.cells(columns, self.num_channels)
 
     def observation_space(self, params):
         return Box(0.0, 1.0, self.obs_shape)
@@ -114,7 +126,7 @@ class MinAtarEnv(Env):
         if any(isinstance(x, jax.core.Tracer) for x in leaves):
             raise TypeError(f"{self.id}.render: draws concrete states on the host, not under jit")
         params = self.default_params if params is None else params
-        obs = np.asarray(self.observe(state, params))
+        obs = np.asarray(self.observe(state, params))  # [10, 10, C]; [B, 10, 10, C] for a batch
         if obs.shape != self.obs_shape:
             raise ValueError(
                 f"{self.id}.render: state must be one environment's, got observation shape "
