@@ -423,27 +423,31 @@ def test_random_policy_matches_original(game):
 
 
 # ---------------------------------------------------------------------------- fused backend
-# Interpreting the kernel compiles the whole game into it: about a minute of CPU for the two
-# games together, the scan backend's compiles included, hence `slow`.
-@pytest.mark.slow
-@pytest.mark.parametrize("game", sorted(GAMES))
+# Overrides that make every path happen within a short rollout: truncation and auto-reset,
+# the sticky repeat (half the steps), deaths (SpaceInvaders' aliens shooting every other step),
+# Seaquest's spawns (its first enemy comes at step 20).
+FUSED = {
+    "space_invaders": dict(max_episode_steps=30, sticky_action_prob=0.5, enemy_shot_interval=1),
+    "seaquest": dict(max_episode_steps=30, sticky_action_prob=0.5, max_oxygen=12),
+}
+
+
+# Seaquest's interpreted kernel takes ~30 s of CPU to compile.
+@pytest.mark.parametrize(
+    "game", ["space_invaders", pytest.param("seaquest", marks=pytest.mark.slow)]
+)
 def test_fused_kernel_equals_scan(game):
-    """The Pallas kernel (interpreted) steps through the same episodes as the scan backend, bit
-    for bit: rewards, terminations and the whole final state, resets included. (The per-step
-    observation is a function of the state, which the final state pins down; leaving it out of
-    the outputs keeps the two compiles short.)"""
-    env = GAMES[game][0]()
-    config = FusedConfig(block_envs=8, steps_per_launch=4, interpret=True)
-    kw = dict(num_envs=8, key=jax.random.key(5), outputs="rewards")
+    """The Pallas kernel (interpreted) steps through the scan backend's episodes bit for bit:
+    every per-step output, the [10, 10, C] observations included, and the final state."""
+    env = GAMES[game][0](**FUSED[game])
+    config = FusedConfig(block_envs=8, steps_per_launch=8, interpret=True)
+    kw = dict(num_envs=12, key=jax.random.key(5), outputs="all")
     scan = jaxsim.rollout(env, "random", 40, backend="scan", **kw)
     fused = jaxsim.rollout(env, "random", 40, backend="fused", fused_config=config, **kw)
-    assert scan.terminated.any()
-    for name in ("reward", "terminated", "truncated"):
-        np.testing.assert_array_equal(getattr(fused, name), getattr(scan, name), err_msg=name)
-    for (path, a), b in zip(
-        jax.tree.leaves_with_path(scan.final_state), jax.tree.leaves(fused.final_state), strict=True
-    ):
-        np.testing.assert_array_equal(b, a, err_msg=jax.tree_util.keystr(path))
+    assert scan.obs.shape == (40, 12, 10, 10, env.num_channels)
+    assert bool(scan.terminated.any()) and bool(scan.truncated.any())
+    for (path, a), b in zip(jax.tree.leaves_with_path(scan), jax.tree.leaves(fused), strict=True):
+        np.testing.assert_array_equal(np.asarray(b), np.asarray(a), err_msg=str(path))
 
 
 @pytest.mark.slow
@@ -460,3 +464,22 @@ def test_fused_kernel_lowers_for_triton_on_cuda(game):
 
     text = jax.jit(run).trace(jax.random.key(0)).lower(lowering_platforms=("cuda",)).as_text()
     assert "__gpu$xla.gpu.triton" in text
+
+
+# ------------------------------------------------------------------------------------ ids
+def test_ids_action_sets_channels_and_defaults():
+    """As the original's Gymnasium ids: -v0 all six actions, -v1 the minimal set; the original's
+    [10, 10, C] grid; sticky actions 0.1 and the ramp on by default."""
+    for game, cls, channels, minimal in (
+        ("SpaceInvaders", SpaceInvaders, 6, 4),
+        ("Seaquest", Seaquest, 10, 6),
+    ):
+        full, small = jaxsim.make(f"MinAtar/{game}-v0"), jaxsim.make(f"MinAtar/{game}-v1")
+        assert isinstance(full, cls) and isinstance(small, cls)
+        assert full.action_space(full.default_params).n == 6
+        assert small.action_space(small.default_params).n == minimal
+        assert full.observation_space(full.default_params).shape == (10, 10, channels)
+        assert float(full.default_params.sticky_action_prob) == pytest.approx(0.1)
+        assert bool(full.default_params.difficulty_ramping)
+        original_set = minatar.Environment(cls.game).minimal_action_set()
+        assert list(cls.minimal_actions) == original_set
