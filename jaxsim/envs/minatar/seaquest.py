@@ -22,9 +22,10 @@ SHOT_COOL_DOWN = 5
 ENEMY_SHOT_INTERVAL = 10
 DIVER_MOVE_INTERVAL = 5
 MAX_DIVERS = 6
-# Enemy slots. Enemies live at most ~30 steps once the ramp has them move every third step, and
-# spawn at most once a step (the fastest ramp), so 32 slots hold every enemy of any game the
-# original plays; a spawn with no free slot would be dropped.
+# Enemy slots. At the ramp's end an enemy spawns every step and crosses the board in 29 (it
+# moves every third), so about 30 are on it at most; a few more only if the last ramp steps come
+# within ~40 steps of the first enemies that move every fourth step. A spawn finding no free
+# slot is dropped (the original has no limit).
 MAX_ENEMIES = 32
 _SLOT = np.arange(MAX_ENEMIES, dtype=np.int32)
 _NONE = np.int32(2**30)  # above every spawn number
@@ -186,6 +187,13 @@ class Seaquest(MinAtarEnv):
     to 1) and, every other one, moves them a step faster (down to 2). Terminated: touching an
     enemy or enemy bullet, running out of oxygen, or surfacing without divers. Trails show
     where enemies and divers came from.
+
+    Hidden state sits in fixed slots: two friendly bullets (a shot every 5 steps at most, each
+    gone within 10), two divers (one every 30 steps, each gone within 60) and `MAX_ENEMIES`
+    enemies, each slot also holding the last bullet of its sub. Lists keep the original's order
+    where it decides an outcome (which of two enemies on one cell a bullet takes). The original
+    removes entries with `list.remove`, which drops the first *equal* entry; entries equal in
+    every field (cell, direction, timers) do not arise in play, and here each is its own slot.
 
     As in the original, surfacing with six divers leaves the count at -1 (its reset to 0 is
     followed by the usual decrement), which lets every later surfacing through without a
