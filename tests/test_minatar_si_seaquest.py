@@ -36,9 +36,11 @@ def test_step_parity_with_original(game):
 @pytest.mark.parametrize("game", sorted(GAMES))
 def test_random_policy_matches_original(game):
     """Mean return and episode length under random actions agree with the original's within
-    a few standard errors of the two samples."""
+    a few standard errors of the two samples. jaxsim's sample is the episodes that end within
+    the rollout, which leaves out each environment's last, unfinished one: a long rollout of
+    few environments keeps that bias toward short episodes (a thirtieth or so of them) small."""
     returns, lengths = original_episodes(game, episodes=400, seed=3)
-    stats = jaxsim_episode_stats(GAMES[game][0](), num_envs=64, steps=400, seed=3)
+    stats = jaxsim_episode_stats(GAMES[game][0](), num_envs=16, steps=1500, seed=3)
     count = int(stats.count)
     assert count >= 300, count
     for name, ours, theirs in (
