@@ -36,8 +36,8 @@ class Recorder:
         return value
 
 
-def original(game, seed):
-    env = minatar.Environment(game, sticky_action_prob=STICKY, difficulty_ramping=True)
+def original(game, seed, ramping=True):
+    env = minatar.Environment(game, sticky_action_prob=STICKY, difficulty_ramping=ramping)
     env.random = env.env.random = Recorder(seed)
     return env
 
@@ -279,7 +279,7 @@ def _before(orig):
     return {"ramp": g.ramp_index, "aliens": int(g.alien_map.sum()), "dir": g.alien_dir}
 
 
-def run_lockstep(game, num_envs, steps, seed):
+def run_lockstep(game, num_envs, steps, seed, ramping=True):
     """Steps `num_envs` originals and one batch of jaxsim states side by side under random
     actions, each original's draws replayed into `env.dynamics` as step uniforms.
 
@@ -289,10 +289,10 @@ def run_lockstep(game, num_envs, steps, seed):
     episodes, milestone counts).
     """
     cls, transfer, perturb = GAMES[game]
-    env = cls()
+    env = cls(difficulty_ramping=ramping)
     params = env.default_params
     rng = np.random.default_rng(seed)
-    origs = [original(game, seed * 1000 + i) for i in range(num_envs)]
+    origs = [original(game, seed * 1000 + i, ramping) for i in range(num_envs)]
 
     def start(orig):
         orig.reset()

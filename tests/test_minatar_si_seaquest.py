@@ -34,6 +34,17 @@ def test_step_parity_with_original(game):
 
 
 @pytest.mark.parametrize("game", sorted(GAMES))
+def test_step_parity_without_ramping(game):
+    """`difficulty_ramping=False` as the original's: waves cleared, surfacings, no ramp."""
+    bad, first, steps, episodes, seen = run_lockstep(
+        game, num_envs=32, steps=80, seed=2, ramping=False
+    )
+    assert bad == dict(obs=0, reward=0, terminal=0, state=0), first
+    assert seen["ramp"] == 0
+    assert seen["wave cleared" if game == "space_invaders" else "full surfacing"] > 0, seen
+
+
+@pytest.mark.parametrize("game", sorted(GAMES))
 def test_random_policy_matches_original(game):
     """Mean return and episode length under random actions agree with the original's within
     a few standard errors of the two samples. jaxsim's sample is the episodes that end within
