@@ -27,7 +27,7 @@ BOX_ADVICE = "symmetric and normalized space"
 
 def _vec(env_id, num_envs, mode=AutoresetMode.NEXT_STEP, **kwargs):
     return gym.make_vec(
-        f"jaxsim/{env_id}",
+        jgym.gym_id(env_id),
         num_envs=num_envs,
         vectorization_mode="vector_entry_point",
         autoreset_mode=mode,
@@ -44,11 +44,11 @@ def _cartpole_state(env, obs, time=0):
 # --------------------------------------------------------------------------------- registration
 def test_every_id_is_registered_without_a_time_limit():
     for env_id in IDS:
-        spec = gym.spec(f"jaxsim/{env_id}")
+        spec = gym.spec(jgym.gym_id(env_id))
         assert spec.max_episode_steps is None  # jaxsim truncates, once
         assert spec.vector_entry_point is not None
         assert spec.kwargs == {"env_id": env_id}
-    assert jgym.register_all() == [f"jaxsim/{i}" for i in IDS]  # idempotent
+    assert jgym.register_all() == [jgym.gym_id(i) for i in IDS]  # idempotent
 
 
 def test_importing_does_not_import_gymnax_brax_or_sb3():
@@ -80,7 +80,7 @@ def test_missing_optional_dependencies_name_what_to_install():
 # ------------------------------------------------------------------------------------ single env
 @pytest.mark.parametrize("env_id", IDS)
 def test_single_env_passes_check_env_with_matching_spaces(env_id):
-    env = gym.make(f"jaxsim/{env_id}")
+    env = gym.make(jgym.gym_id(env_id))
     assert not any(isinstance(w, gym.wrappers.TimeLimit) for w in _wrappers(env))
     jax_env = jaxsim.make(env_id)
     obs_space = jax_env.observation_space(jax_env.default_params)
@@ -108,7 +108,7 @@ def _wrappers(env):
 
 @pytest.mark.parametrize("env_id", IDS)
 def test_single_env_steps_equal_jaxsims_step(env_id):
-    genv = gym.make(f"jaxsim/{env_id}", max_episode_steps=25)
+    genv = gym.make(jgym.gym_id(env_id), max_episode_steps=25)
     jax_env = jaxsim.make(env_id, max_episode_steps=25)
     params = jax_env.default_params
     step = jax.jit(jax_env.step)
@@ -119,8 +119,10 @@ def test_single_env_steps_equal_jaxsims_step(env_id):
     genv.action_space.seed(0)
     for t in range(1, 31):
         action = genv.action_space.sample()  # int64 for Discrete: accepted
+        # Dynamics that draw (MinAtar's sticky actions) get the key the front splits for them.
+        key = jax.random.split(genv.unwrapped._key)[1] if jax_env.num_step_uniforms else KEY
         obs, reward, terminated, truncated, _ = genv.step(action)
-        state, ts = step(KEY, state, jnp.asarray(action).astype(act_dtype(jax_env)), params)
+        state, ts = step(key, state, jnp.asarray(action).astype(act_dtype(jax_env)), params)
         np.testing.assert_array_equal(obs, np.asarray(ts.obs))
         assert isinstance(reward, float) and reward == float(ts.reward)
         assert (terminated, truncated) == (bool(ts.terminated), bool(ts.truncated))
@@ -176,7 +178,7 @@ def test_cartpole_matches_gymnasiums_cartpole():
 @pytest.mark.parametrize("env_id", ["Pendulum-v1", "MountainCar-v0"])
 def test_truncation_happens_once_at_max_episode_steps(env_id):
     # Neither terminates under these actions before the limit: truncation alone ends them.
-    env = gym.make(f"jaxsim/{env_id}")
+    env = gym.make(jgym.gym_id(env_id))
     limit = jaxsim.make(env_id).default_params.max_episode_steps
     env.reset(seed=0)
     action = np.zeros(env.action_space.shape, np.float32) if env_id == "Pendulum-v1" else 1
@@ -199,7 +201,7 @@ def test_vector_env_spaces_shapes_and_dtypes(env_id, mode):
     assert isinstance(venv, gym.vector.VectorEnv) and isinstance(venv, jgym.JaxsimVectorEnv)
     assert venv.metadata["autoreset_mode"] == mode and venv.autoreset_mode == mode
     assert venv.num_envs == 5
-    single = gym.make(f"jaxsim/{env_id}")
+    single = gym.make(jgym.gym_id(env_id))
     assert venv.single_observation_space == single.observation_space
     assert venv.single_action_space == single.action_space
     obs, info = venv.reset(seed=0)
