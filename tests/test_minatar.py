@@ -328,3 +328,15 @@ def test_render_uses_the_original_colours():
     np.testing.assert_array_equal(image[9 * 4, 4 * 4], palette[0])
     np.testing.assert_array_equal(image[1 * 4, 0], palette[3])
     np.testing.assert_array_equal(image[0, 0], [0, 0, 0])
+
+
+def test_sticky_probability_is_a_per_environment_param():
+    """Environment 0 never repeats, environment 1 always does (so never leaves its first no-op):
+    its paddle stays in column 4 while environment 0's moves right."""
+    env = jaxsim.make("MinAtar/Breakout-v0", max_episode_steps=6)
+    params = env.default_params.replace(sticky_action_prob=jnp.array([0.0, 1.0], jnp.float32))
+    right = jaxsim.OpenLoopPolicy(jnp.full((6, 2), 3, jnp.int32))
+    out = jaxsim.rollout(env, right, 6, num_envs=2, key=KEY, params=params, outputs=("obs",))
+    paddle = np.asarray(out.obs)[:, :, 9, :, 0].argmax(axis=-1)  # [t, env]: the paddle's column
+    np.testing.assert_array_equal(paddle[:, 1], 4)
+    np.testing.assert_array_equal(paddle[:, 0], [4, 5, 6, 7, 8, 9])
