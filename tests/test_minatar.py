@@ -51,13 +51,13 @@ class RecordingRandom:
         return out + [0.5] * (count - len(out))
 
 
-def record_original(env, steps: int, seed: int, max_len: int, up_bias=0.0, first_len=None):
+def record_original(env, steps, seed, max_len, up_bias=0.0, first_len=None, ramping=True):
     """Plays the original with random actions; returns what jaxsim is to replay and match.
 
     Episodes end at termination or after `max_len` steps (`first_len` for the first), then both
     sides simply start anew. Each episode starts with last_action 0, as jaxsim's does.
     """
-    game = minatar.Environment(env.game, sticky_action_prob=0.1, difficulty_ramping=True)
+    game = minatar.Environment(env.game, sticky_action_prob=0.1, difficulty_ramping=ramping)
     rec = RecordingRandom(seed)
     game.random = game.env.random = rec
     actions_rng = np.random.default_rng(seed)
@@ -114,26 +114,28 @@ def _split(u: np.ndarray) -> tuple:
     return tuple(jnp.asarray(u[:, i], jnp.float32) for i in range(u.shape[1]))
 
 
-# (id, steps, longest episode, how often the policy picks "up"). Freeway-v0's first episode runs
-# to the game's own time limit; the others are cut so that many episodes start.
+# (id, steps, longest episode, how often the policy picks "up", difficulty ramping).
+# Freeway-v0's first episode runs to the game's own time limit; the others are cut so that many
+# episodes start.
 CASES = [
-    ("MinAtar/Breakout-v0", 10_000, 1000, 0.0),
-    ("MinAtar/Asterix-v0", 10_000, 1000, 0.0),
-    ("MinAtar/Freeway-v0", 10_000, 700, 0.6),
-    ("MinAtar/Breakout-v1", 1_500, 1000, 0.0),
-    ("MinAtar/Asterix-v1", 1_500, 1000, 0.0),
-    ("MinAtar/Freeway-v1", 1_500, 300, 0.6),
+    ("MinAtar/Breakout-v0", 10_000, 1000, 0.0, True),
+    ("MinAtar/Asterix-v0", 10_000, 1000, 0.0, True),
+    ("MinAtar/Freeway-v0", 10_000, 700, 0.6, True),
+    ("MinAtar/Breakout-v1", 1_500, 1000, 0.0, True),
+    ("MinAtar/Asterix-v1", 1_500, 1000, 0.0, True),
+    ("MinAtar/Freeway-v1", 1_500, 300, 0.6, True),
+    ("MinAtar/Asterix-v0", 3_000, 1000, 0.0, False),
 ]
 
 
-@pytest.mark.parametrize(("env_id", "steps", "max_len", "up_bias"), CASES)
-def test_step_exact_parity_with_the_original(env_id, steps, max_len, up_bias):
-    """Sticky actions 0.1 and ramping on; the original's draws replayed into jaxsim: 0 mismatches
-    in observation, reward and termination."""
-    env = jaxsim.make(env_id)
+@pytest.mark.parametrize(("env_id", "steps", "max_len", "up_bias", "ramping"), CASES)
+def test_step_exact_parity_with_the_original(env_id, steps, max_len, up_bias, ramping):
+    """Sticky actions 0.1 (and ramping on, but for one case); the original's draws replayed
+    into jaxsim: 0 mismatches in observation, reward and termination."""
+    env = jaxsim.make(env_id, difficulty_ramping=ramping)
     params = env.default_params
     first_len = 10**9 if env_id == "MinAtar/Freeway-v0" else None
-    rec, first_obs = record_original(env, steps, len(env_id), max_len, up_bias, first_len)
+    rec, first_obs = record_original(env, steps, len(env_id), max_len, up_bias, first_len, ramping)
     out = replay(
         env, params, jnp.asarray(rec["start"]), _split(rec["reset_u"]),
         jnp.asarray(rec["action"], jnp.int32), _split(rec["step_u"]),
@@ -148,6 +150,8 @@ def test_step_exact_parity_with_the_original(env_id, steps, max_len, up_bias):
     np.testing.assert_array_equal(term, rec["term"], err_msg="terminations")
     if env_id == "MinAtar/Freeway-v0":
         assert np.flatnonzero(rec["term"])[0] == 2500  # the 2501st step ends the first episode
+    if env_id == "MinAtar/Asterix-v0" and ramping:  # both kinds of speed-up (steps 102, 203)
+        assert np.diff(np.append(starts, len(rec["start"]))).max() > 203
 
 
 def _original_episodes(game: str, episodes: int, seed: int):
@@ -324,3 +328,15 @@ def test_render_uses_the_original_colours():
     np.testing.assert_array_equal(image[9 * 4, 4 * 4], palette[0])
     np.testing.assert_array_equal(image[1 * 4, 0], palette[3])
     np.testing.assert_array_equal(image[0, 0], [0, 0, 0])
+
+
+def test_sticky_probability_is_a_per_environment_param():
+    """Environment 0 never repeats, environment 1 always does (so never leaves its first no-op):
+    its paddle stays in column 4 while environment 0's moves right."""
+    env = jaxsim.make("MinAtar/Breakout-v0", max_episode_steps=6)
+    params = env.default_params.replace(sticky_action_prob=jnp.array([0.0, 1.0], jnp.float32))
+    right = jaxsim.OpenLoopPolicy(jnp.full((6, 2), 3, jnp.int32))
+    out = jaxsim.rollout(env, right, 6, num_envs=2, key=KEY, params=params, outputs=("obs",))
+    paddle = np.asarray(out.obs)[:, :, 9, :, 0].argmax(axis=-1)  # [t, env]: the paddle's column
+    np.testing.assert_array_equal(paddle[:, 1], 4)
+    np.testing.assert_array_equal(paddle[:, 0], [4, 5, 6, 7, 8, 9])
