@@ -56,6 +56,10 @@ class ResetDraws:
     as_key: bool = struct.field(pytree_node=False, default=False)
     # Each uniform's shape for one environment (`Env.reset_uniform_shapes`); unused with as_key.
     shapes: tuple = struct.field(pytree_node=False, default=())
+    # The loop-invariant halves of the dynamics' step uniforms (`Env.num_step_uniforms`), one
+    # [batch] array each, on streams apart from the reset draws'; and each one's shape.
+    step_keys: tuple = ()
+    step_shapes: tuple = struct.field(pytree_node=False, default=())
 
     @classmethod
     def for_rollout(cls, env, key, num_envs: int, sampler=None, offset=0) -> ResetDraws:
@@ -71,7 +75,10 @@ class ResetDraws:
         words = 2 if env.reset_with_key else len(shapes)
         streams = range(rng.RESET_STREAM, rng.RESET_STREAM + words)
         keys = tuple(rng.stream_key(seed, index, s) for s in streams)
-        return cls(seed, index, keys, sampler, env.reset_with_key, shapes)
+        step_shapes = env.step_uniform_shapes()
+        step_streams = range(rng.ENV_STREAM, rng.ENV_STREAM + len(step_shapes))
+        step_keys = tuple(rng.stream_key(seed, index, s) for s in step_streams)
+        return cls(seed, index, keys, sampler, env.reset_with_key, shapes, step_keys, step_shapes)
 
     def reset_draw(self, counter):
         """What `env.init_state` takes first: a tuple of float32 uniforms [batch, *shape] in
@@ -80,14 +87,21 @@ class ResetDraws:
 
         Either is a pure function of (seed, environment index, counter).
         """
-        counter = jnp.asarray(counter, jnp.uint32)
-        bits = tuple(rng.bits_from_stream_key(k, counter) for k in self.reset_keys)
         if self.as_key:
+            counter = jnp.asarray(counter, jnp.uint32)
+            bits = tuple(rng.bits_from_stream_key(k, counter) for k in self.reset_keys)
             return jnp.stack(bits, axis=-1)
-        return tuple(
-            rng.to_uniform(rng.component_bits(b, shape))
-            for b, shape in zip(bits, self.shapes, strict=True)
-        )
+        return _uniforms(self.reset_keys, self.shapes, counter)
+
+    def step_draw(self, counter):
+        """The dynamics' step uniforms at step `counter` (the step number after the step):
+        a tuple of float32 [batch, *shape] in [0, 1), or None for dynamics that draw none.
+
+        A pure function of (seed, environment index, counter), as the reset draws are, on
+        streams of their own, so every backend draws the same numbers."""
+        if not self.step_shapes:
+            return None
+        return _uniforms(self.step_keys, self.step_shapes, counter)
 
     def episode_params(self, counter) -> dict[str, jax.Array] | None:
         if self.sampler is None:
@@ -98,8 +112,19 @@ class ResetDraws:
         """The draws of environments `lanes` (int32[K], each in range): the same numbers those
         environments draw in the whole batch, since every draw is a function of the index."""
         return self.replace(
-            index=self.index[lanes], reset_keys=tuple(k[lanes] for k in self.reset_keys)
+            index=self.index[lanes],
+            reset_keys=tuple(k[lanes] for k in self.reset_keys),
+            step_keys=tuple(k[lanes] for k in self.step_keys),
         )
+
+
+def _uniforms(keys, shapes, counter) -> tuple:
+    """Draw `counter` of each stream in `keys`: float32 uniforms [batch, *shape] in [0, 1)."""
+    counter = jnp.asarray(counter, jnp.uint32)
+    return tuple(
+        rng.to_uniform(rng.component_bits(rng.bits_from_stream_key(k, counter), shape))
+        for k, shape in zip(keys, shapes, strict=True)
+    )
 
 
 def map_with_axes(fn, params, params_axes):

@@ -62,6 +62,13 @@ class Env(Generic[State, Params]):
     # fields (`("num_particles",)`: one uniform per particle); None: all scalars. Every
     # component is its own counter-based draw (`jaxsim.transition.ResetDraws`).
     reset_shapes: ClassVar[tuple[tuple[int | str, ...], ...] | None] = None
+    # How many uniforms `dynamics(state, action, params, u)` takes as a fourth argument (0: it
+    # takes none), and each one's shape as `reset_shapes` gives the reset uniforms' (None: all
+    # scalars). Rollouts draw them counter-based from (seed, environment index, step counter)
+    # on streams apart from the reset draws' (`ResetDraws.step_draw`), so the scan and fused
+    # backends step through the same random outcomes; `step` draws them from its key.
+    num_step_uniforms: ClassVar[int] = 0
+    step_shapes: ClassVar[tuple[tuple[int | str, ...], ...] | None] = None
     # True if `dynamics(state, action, params, key)` takes a key; the classic-control
     # environments are deterministic, and the fused kernel runs only deterministic dynamics.
     stochastic: ClassVar[bool] = False
@@ -72,6 +79,11 @@ class Env(Generic[State, Params]):
     # True if `obs_fields` returns one component, the whole observation of any shape, instead
     # of one number per component (`obs_fields` components are stacked into a vector).
     array_obs: ClassVar[bool] = False
+    # The observation's shape when `obs_fields` gives numbers per component that
+    # `obs_from_components` turns into an array of this shape (MinAtar's [10, 10, C] grid, from
+    # packed row words the fused kernel writes as [block] columns); for one environment
+    # `obs_fields` may give the whole array as its one component instead. None: a vector.
+    obs_shape: ClassVar[tuple[int, ...] | None] = None
     # True if a rollout should reset only the done environments, gathered, while few are done
     # (`jaxsim.autoreset`): worth it where `init_state` costs far more than the dozen small
     # gathers and scatters around it (a physics engine's reset). A native reset is a few hashes:
@@ -120,6 +132,16 @@ class Env(Generic[State, Params]):
 
     def observation_space(self, params: Params) -> Space:
         raise NotImplementedError
+
+    def obs_from_components(self, stacked: jax.Array) -> jax.Array:
+        """[..., k] stacked `obs_fields` components -> obs[..., *obs_shape] (`obs_shape` set);
+        by default read row-major."""
+        return stacked.reshape(*stacked.shape[:-1], *self.obs_shape)
+
+    def obs_cells(self, columns: tuple) -> tuple:
+        """The observation's flat components (row-major over `obs_shape`) from `obs_fields`'
+        columns, elementwise: what a policy inside the fused kernel reads. By default the same."""
+        return tuple(columns)
 
     def action_space(self, params: Params) -> Space:
         raise NotImplementedError
@@ -186,6 +208,17 @@ class Env(Generic[State, Params]):
             )
         return tuple(params_lib.resolve_shape(s, self._config) for s in self.reset_shapes)
 
+    def step_uniform_shapes(self) -> tuple[tuple[int, ...], ...]:
+        """Each step uniform's shape for one environment (`step_shapes` resolved)."""
+        if self.step_shapes is None:
+            return ((),) * self.num_step_uniforms
+        if len(self.step_shapes) != self.num_step_uniforms:
+            raise TypeError(
+                f"{type(self).__name__}: step_shapes declares {len(self.step_shapes)} shapes "
+                f"for num_step_uniforms={self.num_step_uniforms} uniforms"
+            )
+        return tuple(params_lib.resolve_shape(s, self._config) for s in self.step_shapes)
+
     def reset_draw_shapes(self):
         """Shapes and dtypes of what `init_state` takes first, for one environment."""
         if self.reset_with_key:
@@ -203,8 +236,12 @@ class Env(Generic[State, Params]):
         self.check_params(params)
         self.check_state(state)
         action = self.check_action(action)
+        u = None
+        if self.num_step_uniforms:  # counter-based, as a rollout's, from a seed of `key`
+            seed = rng.seed_from_key(rng.check_key(f"{self.id}.step", key))
+            u = ResetDraws.make(self, seed, jnp.uint32(0)).step_draw(state.time + 1)
         state, obs_fields, reward, terminated, truncated = env_transition(
-            self, state, action, params, key
+            self, state, action, params, key, u
         )
         obs = stack_obs(self, (jnp.asarray(f, jnp.float32) for f in obs_fields))
         return state, TimeStep(obs, reward, terminated, truncated)

@@ -323,7 +323,7 @@ def register(env_id: str) -> str:
             id=gym_name,
             entry_point=f"{__name__}:_TimeLimitedEnv",
             vector_entry_point=f"{__name__}:JaxsimVectorEnv",
-            max_episode_steps=limit,
+            max_episode_steps=None if limit >= _NO_LIMIT else limit,  # MinAtar: no limit
             reward_threshold=None if theirs is None else theirs.reward_threshold,
             kwargs={"env_id": native},
         )
@@ -372,7 +372,7 @@ def make(env_id: str, **kwargs) -> gymnasium.Env:
 
     def make_one(gym_name):
         spec = gymnasium.spec(gym_name)
-        if limit is None or spec.max_episode_steps is not None:
+        if limit is None or spec.entry_point == f"{__name__}:_TimeLimitedEnv":
             return gymnasium.make(gym_name, max_episode_steps=limit, **kwargs)
         # An adapter id: gymnasium.make never hands its max_episode_steps to the environment,
         # so the limit travels in the spec's kwargs to jaxsim.make (-1: none, as Gymnasium's).

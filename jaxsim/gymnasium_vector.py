@@ -41,9 +41,10 @@ _LANES = Lanes(vmapped=True, compact_reset=True)  # one device: done lanes reset
 
 
 def gym_id(env_id: str) -> str:
-    """The Gymnasium id of a jaxsim id: "CartPole-v1" -> "jaxsim/CartPole-v1", and an adapter's
-    "gymnax/Breakout-MinAtar" -> "jaxsim/gymnax-Breakout-MinAtar". A Gymnasium id is returned
-    as is."""
+    """The Gymnasium id of a jaxsim id: "CartPole-v1" -> "jaxsim/CartPole-v1", and an id with a
+    slash (an adapter's "gymnax/Breakout-MinAtar", the native "MinAtar/Breakout-v0") has it made
+    a dash: "jaxsim/gymnax-Breakout-MinAtar", "jaxsim/MinAtar-Breakout-v0" (Gymnasium allows one
+    slash). A Gymnasium id is returned as is."""
     if env_id.startswith(f"{NAMESPACE}/"):
         return env_id
     prefix, slash, name = env_id.partition("/")
@@ -54,7 +55,8 @@ def jaxsim_id(env_id: str) -> str:
     """The jaxsim id of a Gymnasium id (`gym_id`'s inverse); a jaxsim id is returned as is."""
     name = env_id.removeprefix(f"{NAMESPACE}/")
     prefix, dash, rest = name.partition("-")
-    if name not in REGISTRY and dash and prefix in ADAPTERS:
+    # Adapters' ids and native ids with a slash ("MinAtar/Breakout-v0") have it made a dash.
+    if name not in REGISTRY and dash and (prefix in ADAPTERS or f"{prefix}/{rest}" in REGISTRY):
         return f"{prefix}/{rest}"
     return name
 
@@ -187,7 +189,8 @@ def _step(env: Env, num_envs: int, same_step: bool, moving: _Moving, fixed: _Fix
     # reward 0 and no flags, and does not advance; every other lane shows this step's true
     # observation.
     pending = moving.pending
-    shown = jnp.where(pending[:, None], _observe(env, moving.carry, fixed, params_axes), next_obs)
+    # (pending broadcast over every observation axis: a grid [num_envs, 10, 10, C] too)
+    shown = _where_lanes(pending, _observe(env, moving.carry, fixed, params_axes), next_obs)
     carry = _where_lanes(pending, moving.carry, carry)
     reward = jnp.where(pending, jnp.float32(0), reward)
     terminated = terminated & ~pending

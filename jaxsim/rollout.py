@@ -177,6 +177,7 @@ def _sharded_draws(env, key, num_envs, sampler, mesh) -> ResetDraws:
     return draws.replace(
         index=sharding.constrain(draws.index, mesh),
         reset_keys=sharding.constrain(draws.reset_keys, mesh),
+        step_keys=sharding.constrain(draws.step_keys, mesh),
     )
 
 

@@ -210,11 +210,12 @@ class Trajectory:
 
 
 # ------------------------------------------------------------------------------ the transition
-def env_transition(env, state, action, params, key=None):
+def env_transition(env, state, action, params, key=None, u=None):
     """One step of one environment (or of a block of lanes), without auto-reset.
 
     `key` reaches the dynamics of a stochastic environment (`env.stochastic`) as a fourth
-    argument; deterministic dynamics take none.
+    argument; `u`, the step uniforms (`ResetDraws.step_draw`), those of an environment with
+    `num_step_uniforms`; other dynamics take neither.
 
     Returns:
       (next_state, obs_fields, reward float32, terminated bool, truncated bool): the dynamics'
@@ -228,6 +229,8 @@ def env_transition(env, state, action, params, key=None):
     action = clip_action(env, action)
     if env.stochastic:
         next_state, reward, terminated = env.dynamics(state, action, params, key)
+    elif env.num_step_uniforms:
+        next_state, reward, terminated = env.dynamics(state, action, params, u)
     else:
         next_state, reward, terminated = env.dynamics(state, action, params)
     next_state = next_state.replace(time=state.time + jnp.int32(1))
@@ -363,11 +366,11 @@ def batch_step(
     """
     step_params, step_axes = with_episode_params(params, params_axes, carry.episode_params)
 
-    def transition(state, action, keys, params):
-        return env_transition(env, state, action, params, keys)
+    def transition(state, action, keys, u, params):
+        return env_transition(env, state, action, params, keys, u)
 
     next_state, fields, reward, terminated, truncated = lanes(transition, step_axes)(
-        carry.env_state, action, keys, step_params
+        carry.env_state, action, keys, draws.step_draw(counter), step_params
     )
     next_obs = _columns(fields, next_state)
     done = terminated | truncated
@@ -424,10 +427,17 @@ def initial_carry(
 def stack_obs(env, columns: Iterable[jax.Array]) -> jax.Array:
     """Observation components -> obs[batch, *obs_shape] (the scan backend's layout).
 
-    float32 components [batch] are stacked into obs[batch, obs_dim]; an environment with
-    `array_obs` gives its whole observation as its one component.
+    float32 components [batch] are stacked into obs[batch, obs_dim], turned into
+    obs[batch, *env.obs_shape] where the environment declares one; an environment with
+    `array_obs` gives its whole observation as its one component, and one with `obs_shape` may
+    too (a [batch, *obs_shape] array: cheaper to compile than its columns, where no kernel needs
+    them).
     """
     columns = list(columns)
     if env.array_obs:
         return columns[0]
-    return jnp.stack(columns, axis=-1)
+    shape = env.obs_shape
+    if shape is not None and len(columns) == 1 and columns[0].shape[-len(shape) :] == shape:
+        return columns[0]
+    obs = jnp.stack(columns, axis=-1)
+    return obs if shape is None else env.obs_from_components(obs)

@@ -16,9 +16,11 @@ CLASSIC = ["Acrobot-v1", "CartPole-v1", "MountainCar-v0", "MountainCarContinuous
 KEY = jax.random.key(0)
 
 
-def test_registry_lists_the_five_classic_control_envs_and_the_swarms():
+def test_registry_lists_the_five_classic_control_envs_the_swarms_and_minatar():
     swarms = ["Swarm-N16-v0", "Swarm-N256-v0", "Swarm-N4-v0", "Swarm-N64-v0", "Swarm-v0"]
-    assert IDS == CLASSIC + swarms
+    minatar = [i for i in IDS if i.startswith("MinAtar/")]
+    assert IDS == sorted(CLASSIC + minatar + swarms)
+    assert {"MinAtar/Breakout-v0", "MinAtar/Breakout-v1"} <= set(minatar)
 
 
 def test_unknown_id_lists_the_known_ones():

@@ -9,6 +9,8 @@ import pytest
 
 import jaxsim
 from jaxsim import rng
+from jaxsim.core import TimeStep
+from jaxsim.transition import ResetDraws, env_transition, stack_obs
 
 KEY = jax.random.key(42)
 IDS = jaxsim.registered_ids()
@@ -23,11 +25,22 @@ def _keys(key):
 def python_loop(env, policy, n, num_envs, key):
     """The reference: env.step one environment at a time, auto-reset by hand, same randomness.
 
-    Stochastic dynamics (gymnax adapters) get step t's keys split from the dynamics key.
+    Stochastic dynamics (gymnax adapters) get step t's keys split from the dynamics key;
+    dynamics that take step uniforms (MinAtar) environment i's draw at counter t + 1, through
+    the transition `env.step` wraps (`env.step` itself draws them from its key).
     """
     params = env.default_params
     seed, k_policy, k_step = _keys(key)
     step = jax.jit(env.step)
+    if env.num_step_uniforms:
+
+        @jax.jit
+        def step(index_and_counter, state, action, params):
+            index, counter = index_and_counter
+            u = ResetDraws.make(env, seed, index).step_draw(counter)
+            state, fields, reward, term, trunc = env_transition(env, state, action, params, None, u)
+            return state, TimeStep(stack_obs(env, fields), reward, term, trunc)
+
     reset_at = jax.jit(env.reset_at)
     states, obs = [], []
     for i in range(num_envs):
@@ -42,7 +55,8 @@ def python_loop(env, policy, n, num_envs, key):
         row = {k: [] for k in ("reward", "terminated", "truncated", "next_obs")}
         step_keys = jax.random.split(jax.random.fold_in(k_step, t), num_envs)
         for i in range(num_envs):
-            s, ts = step(step_keys[i], states[i], actions[i], params)
+            k = (jnp.uint32(i), jnp.uint32(t + 1)) if env.num_step_uniforms else step_keys[i]
+            s, ts = step(k, states[i], actions[i], params)
             row["reward"].append(ts.reward)
             row["terminated"].append(ts.terminated)
             row["truncated"].append(ts.truncated)

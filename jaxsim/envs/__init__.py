@@ -12,12 +12,11 @@ from jaxsim.envs.classic_control import (
     MountainCarContinuous,
     Pendulum,
 )
+from jaxsim.envs.minatar import ENVS as MINATAR
 from jaxsim.envs.swarm import SIZED, Swarm
 
-REGISTRY: dict[str, type[Env]] = {
-    cls.id: cls
-    for cls in (CartPole, Pendulum, MountainCar, MountainCarContinuous, Acrobot, Swarm, *SIZED)
-}
+_NATIVE = (CartPole, Pendulum, MountainCar, MountainCarContinuous, Acrobot, Swarm, *SIZED)
+REGISTRY: dict[str, type[Env]] = {cls.id: cls for cls in (*_NATIVE, *MINATAR)}
 
 # "<prefix>/<name>" ids wrap another library's environments; each module is imported (and
 # imports its library) only when `make` is given its prefix. Install with jaxsim-rl[<prefix>].

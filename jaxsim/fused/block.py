@@ -44,11 +44,11 @@ def env_unsupported_reason(env: Env) -> str | None:
         return f"its action space {space!r} is neither Discrete nor Box"
     state = jax.eval_shape(env.init_state, env.reset_draw_shapes(), params)
     shapes = {tuple(leaf.shape) for leaf in jax.tree.leaves(state)}
-    shapes |= set(env.reset_uniform_shapes())
+    shapes |= set(env.reset_uniform_shapes()) | set(env.step_uniform_shapes())
     bad = sorted(s for s in shapes if not all(is_power_of_two(d) for d in s))
     if bad:
         return (
-            f"{name}'s state or reset uniforms have shapes {bad}; the kernel holds each as a "
+            f"{name}'s state, reset or step uniforms have shapes {bad}; the kernel holds each as a "
             "[block, *shape] array, which Triton lowers only for power-of-two sizes"
         )
     return None
@@ -218,7 +218,10 @@ def step(
     """
     step_params, step_axes = with_episode_params(params, params_axes, carry.episode_params)
     obs = BLOCK.observe(env, carry.env_state, step_params, step_axes)
-    action, extras = policy.act(policy_values, seed, draws.index, obs)
+    reads_obs = policy.kind in ("mlp", "tree")  # (an image's packed words unpacked for it)
+    action, extras = policy.act(
+        policy_values, seed, draws.index, env.obs_cells(obs) if reads_obs else obs
+    )
     counter = (t + 1).astype(jnp.uint32)
     carry, record = batch_step(env, BLOCK, carry, action, params, params_axes, counter, draws)
     carry = carry.checked(env, t, obs, action, extras, record)

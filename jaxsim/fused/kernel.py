@@ -309,6 +309,8 @@ def _rollout(
             reset_keys=(sds((width,), jnp.uint32),) * env.num_reset_uniforms,
             sampler=jax.tree.map(lambda x: sds(x.shape, x.dtype), sampler),
             shapes=env.reset_uniform_shapes(),
+            step_keys=(sds((width,), jnp.uint32),) * env.num_step_uniforms,
+            step_shapes=env.step_uniform_shapes(),
         )
         t = sds((), jnp.int32)
         return abstract_params, jax.tree.map(lanes, carry), t, (u32, u32), draws, values
@@ -332,6 +334,10 @@ def _rollout(
         outs = [x[:, :num_envs] for x in outs]
         carry = jax.tree.map(lambda x: x[:num_envs], carry)
     record = blk.record_from_outputs(template, outs)
+    if env.obs_shape is not None:  # the kernel wrote the components (MinAtar: packed words)
+        for name in ("obs", "next_obs"):
+            if record.get(name) is not None:
+                record[name] = env.obs_from_components(record[name])
     final_state = carry.to_state(env, Lanes(vmapped=True), params, params_axes)
     stats = None if carry.sums is None else carry.sums.stats(axis_name)
     per_step = {name: record.get(name) for name in STEP_OUTPUTS}
