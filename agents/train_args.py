@@ -11,7 +11,7 @@ import typing
 import numpy as np
 
 from agents.algorithms import ALGORITHMS, agent_type
-from agents.config import field_help
+from agents.config import check_value, field_help
 from jaxsim import compile_cache
 
 
@@ -171,3 +171,12 @@ def clear_run(out: str) -> None:
     for name in RUN_FILES:
         with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(out, name))
+
+
+def check_flag(parser: argparse.ArgumentParser, flag: str, value, kind: type = int, **declared):
+    """parser.error (exit 2) naming `flag`, its value and what it accepts, unless `value` is of
+    `kind` within `declared` (ge, gt, le, lt: see `agents.config.check_value`)."""
+    try:
+        check_value(parser.prog, flag, value, kind, **declared)
+    except ValueError as e:  # parser.error names the program already
+        parser.error(str(e).removeprefix(f"{parser.prog}: "))
