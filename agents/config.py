@@ -37,7 +37,10 @@ def config_field(default: Any, help: str, *, optional: bool = False, **declared)
 def override(base: type, name: str, default: Any, help: str | None = None) -> Any:
     """`base`'s field `name` redeclared in a subclass with another default (and help): its
     declared range stays the one `base` gives."""
-    meta = dict(base.__dataclass_fields__[name].metadata)
+    fields = {f.name: f for f in dataclasses.fields(base)}
+    if name not in fields:
+        raise TypeError(f"override: {base.__name__} has no field {name!r}; it has {list(fields)}")
+    meta = dict(fields[name].metadata)
     if help is not None:
         meta["help"] = help
     return dataclasses.field(default=default, metadata=meta)
