@@ -147,8 +147,7 @@ def main(argv: list[str] | None = None) -> dict:
     runner, num_seeds = ckpt.runner, ckpt.meta["num_seeds"]
     if num_seeds is None:  # a single run's checkpoint: give it the seed axis
         runner, num_seeds = jax.tree.map(lambda x: x[None], runner), 1
-    if not 0 <= args.seed_index < num_seeds:
-        parser.error(f"--seed-index {args.seed_index}: the run has seeds 0..{num_seeds - 1}")
+    check_flag(parser, "--seed-index", args.seed_index, ge=0, lt=num_seeds, doc="the run's seeds")
     if args.episodes is not None:
         check_flag(parser, "--episodes", args.episodes, ge=1)
     check_flag(parser, "--scale", args.scale, float, gt=0)

@@ -153,8 +153,7 @@ class GymnasiumPool(HostPool):
                 minatar_gym.register_envs()
         if name not in gym.registry:
             raise ValueError(f"env: unknown Gymnasium id {name!r} (from {env_id!r})")
-        if vectorization not in ("sync", "async"):
-            raise ValueError(f"vectorization must be 'sync' or 'async', got {vectorization!r}")
+        check_value("GymnasiumPool", "vectorization", vectorization, str, choices=("sync", "async"))
         mode = gym.vector.AutoresetMode.SAME_STEP
         fns = [functools.partial(_make_gymnasium_env, name)] * num_envs
         if vectorization == "sync":
