@@ -25,7 +25,6 @@ import argparse
 import dataclasses
 import os
 import sys
-import tempfile
 from typing import Any
 
 import jax
@@ -43,6 +42,7 @@ from agents.train_args import (
     build_parser,
     check_flag,
     check_no_run,
+    check_out,
     clear_run,
     config_overrides,
 )
@@ -126,7 +126,7 @@ def _prepare(parser: argparse.ArgumentParser, args: argparse.Namespace, command:
             args.env, args.algorithm, **config_overrides(args, agent_cls.config_type)
         )
         out = args.out or os.path.join("runs", args.env)
-        _check_out(out)
+        check_out(out)
         ckpt_path = os.path.join(out, "checkpoint.msgpack")
         ckpt = None
         if args.resume:
@@ -346,18 +346,6 @@ def _finish(run: _Run, runner, solved: list[int | None]) -> dict:
         )
         raise SystemExit(1)
     return summary
-
-
-def _check_out(out: str) -> None:
-    """--out must be a folder this process can write: checked before anything compiles."""
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise ValueError(f"--out: {out} exists and is not a folder")
-    try:
-        os.makedirs(out, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-check."):
-            pass
-    except OSError as e:
-        raise ValueError(f"--out: cannot write to {out} ({e.strerror or e})") from None
 
 
 def _check_same_env(path: str, saved: jaxsim.Env, asked: jaxsim.Env) -> None:

@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import dataclasses
 import os
+import tempfile
 import typing
 
 import numpy as np
@@ -154,6 +155,18 @@ def config_overrides(args: argparse.Namespace, config_cls: type) -> dict:
     """The `config_cls` fields given on the command line: {name: value}."""
     names = (f.name for f in dataclasses.fields(config_cls))
     return {n: getattr(args, n) for n in names if getattr(args, n) is not None}
+
+
+def check_out(out: str) -> None:
+    """--out must be a folder this process can write: checked before anything compiles."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ValueError(f"--out: {out} exists and is not a folder")
+    try:
+        os.makedirs(out, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-check."):
+            pass
+    except OSError as e:
+        raise ValueError(f"--out: cannot write to {out} ({e.strerror or e})") from None
 
 
 def check_no_run(out: str, overwrite: bool) -> None:

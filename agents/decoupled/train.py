@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 
 import jax
 import numpy as np
@@ -31,6 +30,7 @@ from agents.train_args import (
     add_config_flags,
     check_flag,
     check_no_run,
+    check_out,
     clear_run,
     config_overrides,
 )
@@ -103,17 +103,6 @@ def host_evaluate(learner: HostPPO, state, env_id: str, seed: int, max_steps: in
     return returns
 
 
-def _check_out(out: str) -> None:
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise ValueError(f"--out: {out} exists and is not a folder")
-    try:
-        os.makedirs(out, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-check."):
-            pass
-    except OSError as e:
-        raise ValueError(f"--out: cannot write to {out} ({e.strerror or e})") from None
-
-
 def decoupled_config(args: argparse.Namespace) -> DecoupledConfig:
     """The arrangement the flags ask for (by name: a field added to DecoupledConfig shifts
     nothing)."""
@@ -143,13 +132,13 @@ def main(argv: list[str] | None = None) -> dict:
         dc = decoupled_config(args)
         dc.check(config)
         out = args.out or os.path.join("runs", args.env.replace("/", "_"))
-        _check_out(out)
+        check_out(out)
         if args.resume and args.overwrite:
             raise ValueError("--resume continues the run in --out, --overwrite replaces it")
         if not args.resume:
             check_no_run(out, args.overwrite)
         if args.profile is not None:
-            _check_out(args.profile)
+            check_out(args.profile)
         probe = make_pool(args.env, 1, args.seed)  # the spaces; fails early on a missing extra
         spaces, max_steps = (probe.observation_space, probe.action_space), probe.max_episode_steps
         probe.close()
