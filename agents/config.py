@@ -1,20 +1,49 @@
-"""What every agent's config shares: fields that carry their own help, dict round trips, checks.
+"""What every agent's config shares: declared fields with help and range, the common base, checks.
 
-`config_field(default, help)` declares a field whose help is its documentation in the source and
-its flag's text in `agents.train`; `ConfigMixin` gives a frozen config dataclass `to_dict`,
-`from_dict` and `fail`; the `check_*` helpers are the validations several configs run.
+`config_field(default, help, ge=..., gt=..., le=..., lt=..., choices=...)` declares a field: its
+help is its documentation in the source and its flag's text in `agents.train`; its range is a
+`jaxsim.params` declaration, checked by `check_declared` with the message `jaxsim.params.Spec`
+gives (the field, what was given, what is accepted). `AgentConfig` declares the fields every
+agent has once; a subclass changes a default (or a help) with `override`, keeping the range.
+`check_value` checks one argument that is not a config field against a declaration made on the
+spot, with the same messages.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, NoReturn
 
+from jaxsim import params as jparams
 
-def config_field(default: Any, help: str) -> Any:
-    """A dataclass field with `default` and `help` (kept in the field's metadata)."""
-    return dataclasses.field(default=default, metadata={"help": help})
+_SPEC = "jaxsim"  # where jaxsim.params.field keeps a declaration in a field's metadata
+
+
+def config_field(default: Any, help: str, *, optional: bool = False, **declared) -> Any:
+    """A dataclass field with `default`, `help` and, in `declared`, a `jaxsim.params.field`
+    declaration (ge, gt, le, lt, power_of_two, choices) that `check_declared` enforces.
+
+    The field's kind (int, float, str) is its default's; `optional` lets it be None too (no
+    default value to take the kind from: the kind is int).
+    """
+    meta: dict[str, Any] = {"help": help}
+    if declared or optional:
+        spec = dict(jparams.field(default, **declared).metadata[_SPEC])
+        spec["optional"] = optional
+        meta[_SPEC] = spec
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def override(base: type, name: str, default: Any, help: str | None = None) -> Any:
+    """`base`'s field `name` redeclared in a subclass with another default (and help): its
+    declared range stays the one `base` gives."""
+    fields = {f.name: f for f in dataclasses.fields(base)}
+    if name not in fields:
+        raise TypeError(f"override: {base.__name__} has no field {name!r}; it has {list(fields)}")
+    meta = dict(fields[name].metadata)
+    if help is not None:
+        meta["help"] = help
+    return dataclasses.field(default=default, metadata=meta)
 
 
 def field_help(field: dataclasses.Field) -> str:
@@ -22,6 +51,48 @@ def field_help(field: dataclasses.Field) -> str:
     if "help" not in field.metadata:
         raise TypeError(f"config field {field.name!r} has no help: declare it with config_field")
     return field.metadata["help"]
+
+
+def declared_specs(cls: type) -> dict[str, jparams.Spec]:
+    """The `jaxsim.params.Spec` of every field of `cls` declared with a range or choices."""
+    out = {}
+    for f in dataclasses.fields(cls):
+        spec = dict(f.metadata.get(_SPEC, ()))
+        if not spec:
+            continue
+        spec.pop("optional")
+        default = f.default
+        kind = str if spec.get("choices") else int if isinstance(default, int | None) else float
+        out[f.name] = jparams.Spec(f.name, kind, default, **spec)
+    return out
+
+
+def _checked(spec: jparams.Spec, owner: str, value: Any) -> Any:
+    try:
+        return spec.check(owner, value)
+    except TypeError as e:  # a value of the wrong kind is bad input, as an out-of-range one
+        raise ValueError(str(e)) from None
+
+
+def check_declared(config: Any) -> None:
+    """A ValueError naming the first field of `config` outside its declaration (see
+    `config_field`), what was given and what is accepted.
+
+    A checked value is stored as its field's kind (a numpy scalar becomes a Python number), so
+    the config's JSON and its hash do not depend on how the value was given.
+    """
+    owner = type(config).__name__
+    specs = declared_specs(type(config))
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if f.name in specs and not (f.metadata[_SPEC]["optional"] and value is None):
+            object.__setattr__(config, f.name, _checked(specs[f.name], owner, value))
+
+
+def check_value(owner: str, name: str, value: Any, kind: type = int, **declared) -> None:
+    """A ValueError "owner: name must be <what is accepted>, got <value>" unless `value` is of
+    `kind` within `declared` (ge, gt, le, lt, as `jaxsim.params.field` takes them)."""
+    _checked(jparams.Spec(name, kind, None, **declared), owner, value)
 
 
 class ConfigMixin:
@@ -44,36 +115,55 @@ class ConfigMixin:
         raise ValueError(f"{type(self).__name__}: {msg}")
 
 
-def check_positive_ints(config: ConfigMixin, names: tuple[str, ...]) -> None:
-    for name in names:
-        value = getattr(config, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            config.fail(f"{name} must be a positive integer, got {value!r}")
+@dataclasses.dataclass(frozen=True)
+class AgentConfig(ConfigMixin):
+    """The fields every agent's config has, declared once; each agent adds its own after them.
 
+    `__post_init__` checks the declarations, then the agent's `validate` (what relates fields).
+    """
 
-def check_positive(config: ConfigMixin, names: tuple[str, ...]) -> None:
-    for name in names:
-        value = getattr(config, name)
-        if not (value > 0 and math.isfinite(value)):
-            config.fail(f"{name} must be > 0, got {value!r}")
+    total_steps: int = config_field(
+        50_000, "Environment steps per seed over the run; rounded down to whole updates.", ge=1
+    )
+    num_envs: int = config_field(4, "Environments stepped in parallel per seed.", ge=1)
+    num_steps: int = config_field(
+        64, "Steps per environment in each rollout (between updates).", ge=1
+    )
+    learning_rate: float = config_field(1e-3, "Adam step size.", gt=0)
+    gamma: float = config_field(0.99, "Discount factor.", gt=0, le=1)
+    hidden: tuple[int, ...] = config_field((64, 64), "Hidden layer widths of every net.")
+    eval_envs: int = config_field(
+        32, "Environments (one episode each) in the deterministic evaluation.", ge=1
+    )
+    log_every: int = config_field(
+        10, "Updates between progress callbacks (and at the end of each run call).", ge=1
+    )
+    rollout_backend: str = config_field("scan", "`jaxsim.rollout` backend.")
 
+    def __post_init__(self):
+        check_declared(self)
+        self.validate()
 
-def check_common(config: ConfigMixin, steps_per_update: int) -> None:
-    """Checks every agent's config runs: sizes, gamma, hidden widths, the rollout backend."""
-    check_positive_ints(config, ("total_steps", "num_envs", "num_steps", "eval_envs", "log_every"))
-    if config.total_steps < steps_per_update:
-        config.fail(
-            f"total_steps={config.total_steps} is less than one batch ({steps_per_update} steps)"
-        )
-    check_positive(config, ("learning_rate",))
-    if not 0 < config.gamma <= 1:
-        config.fail(f"gamma must be in (0, 1], got {config.gamma!r}")
-    hidden = config.hidden
-    if (
-        not isinstance(hidden, tuple)
-        or not hidden
-        or not all(isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in hidden)
-    ):
-        config.fail(f"hidden must be a non-empty tuple of positive integers, got {hidden!r}")
-    if not isinstance(config.rollout_backend, str):
-        config.fail(f"rollout_backend must be a string, got {config.rollout_backend!r}")
+    @property
+    def steps_per_update(self) -> int:
+        """Environment steps per update per seed: num_envs * num_steps."""
+        return self.num_envs * self.num_steps
+
+    @property
+    def num_updates(self) -> int:
+        return self.total_steps // self.steps_per_update
+
+    def validate(self) -> None:
+        """What relates the common fields (an agent's override calls it first)."""
+        if self.total_steps < self.steps_per_update:
+            self.fail(
+                f"total_steps={self.total_steps} is less than one batch "
+                f"({self.steps_per_update} steps)"
+            )
+        hidden = self.hidden
+        if not isinstance(hidden, tuple) or not hidden:
+            self.fail(f"hidden must be a non-empty tuple of positive integers, got {hidden!r}")
+        for i, width in enumerate(hidden):
+            check_value(type(self).__name__, f"hidden[{i}]", width, ge=1)
+        if not isinstance(self.rollout_backend, str):
+            self.fail(f"rollout_backend must be a string, got {self.rollout_backend!r}")

@@ -20,7 +20,7 @@ from flax import struct
 import jaxsim
 from agents import losses
 from agents.agent import train_fn
-from agents.config import check_positive, config_field
+from agents.config import config_field, override
 from agents.networks import HIDDEN_GAIN, Layers
 from agents.offpolicy import OffPolicy, OffPolicyConfig, OffPolicyState, flatten_obs
 from agents.structs import Metrics
@@ -34,14 +34,19 @@ class DQNConfig(OffPolicyConfig):
     gradient steps, which is target_update_every = gradient_steps here). They failed one seed
     in three on CartPole here; its preset (agents/presets.py) is cleanrl's."""
 
-    learning_rate: float = config_field(2.3e-3, "Adam step size.")
-    target_update_every: int = config_field(128, "Gradient steps between target network updates.")
-    start_e: float = config_field(1.0, "Epsilon (random-action probability) at the start.")
-    end_e: float = config_field(0.04, "Epsilon after the exploration phase.")
-    exploration_fraction: float = config_field(
-        0.16, "Fraction of total_steps over which epsilon falls linearly from start_e to end_e."
+    learning_rate: float = override(OffPolicyConfig, "learning_rate", 2.3e-3)
+    target_update_every: int = override(OffPolicyConfig, "target_update_every", 128)
+    start_e: float = config_field(
+        1.0, "Epsilon (random-action probability) at the start.", ge=0, le=1
     )
-    max_grad_norm: float = config_field(10.0, "Global gradient-norm clipping threshold.")
+    end_e: float = config_field(0.04, "Epsilon after the exploration phase.", ge=0, le=1)
+    exploration_fraction: float = config_field(
+        0.16,
+        "Fraction of total_steps over which epsilon falls linearly from start_e to end_e.",
+        gt=0,
+        le=1,
+    )
+    max_grad_norm: float = config_field(10.0, "Global gradient-norm clipping threshold.", gt=0)
     anneal_lr: bool = config_field(
         False, "Decay the learning rate linearly to 0 over the run's gradient steps."
     )
@@ -49,18 +54,8 @@ class DQNConfig(OffPolicyConfig):
         1.0,
         "TD errors up to this get the squared loss, larger ones a linear one (Huber; SB3: 1). "
         "Above any TD error the task can produce it is the squared error (cleanrl's loss).",
+        gt=0,
     )
-
-    def validate(self) -> None:
-        super().validate()
-        for name in ("start_e", "end_e"):
-            if not 0 <= getattr(self, name) <= 1:
-                self.fail(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
-        if not 0 < self.exploration_fraction <= 1:
-            self.fail(f"exploration_fraction must be in (0, 1], got {self.exploration_fraction!r}")
-        if not self.max_grad_norm > 0:
-            self.fail(f"max_grad_norm must be > 0, got {self.max_grad_norm!r}")
-        check_positive(self, ("huber_delta",))
 
 
 @struct.dataclass

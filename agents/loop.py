@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from agents.agent import Agent
+from agents.config import check_value
 from agents.structs import Metrics
 
 MIN_EPISODES = 32
@@ -143,9 +144,9 @@ def run_chunks(
       boundary: chunks also end at multiples of this many updates (checkpoints), if given.
       on_chunk: called on the host after every chunk with a `ChunkReport`.
     """
-    for name, value in (("chunk", chunk), ("boundary", boundary or 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"run_chunks: {name} must be a positive integer, got {value!r}")
+    check_value("run_chunks", "chunk", chunk, ge=1)
+    if boundary:
+        check_value("run_chunks", "boundary", boundary, ge=1)
     num_seeds = int(np.shape(runner.update)[0])
     solved_update = list(solved_update or [None] * num_seeds)
     if len(solved_update) != num_seeds:

@@ -17,62 +17,43 @@ from flax import struct
 import jaxsim
 from agents import replay
 from agents.agent import Agent, latest_return
-from agents.config import (
-    ConfigMixin,
-    check_common,
-    check_positive,
-    check_positive_ints,
-    config_field,
-)
+from agents.config import AgentConfig, config_field, override
 from jaxsim.policies import flat_obs
 
 
 @dataclasses.dataclass(frozen=True)
-class OffPolicyConfig(ConfigMixin):
+class OffPolicyConfig(AgentConfig):
     """The fields every replay-based agent has. Subclasses redeclare defaults and add their own."""
 
-    total_steps: int = config_field(
-        50_000, "Environment steps per seed over the run; rounded down to whole updates."
+    num_steps: int = override(
+        AgentConfig,
+        "num_steps",
+        64,
+        "Steps per environment in each rollout (between rounds of gradient steps).",
     )
-    num_envs: int = config_field(4, "Environments stepped in parallel per seed.")
-    num_steps: int = config_field(
-        64, "Steps per environment in each rollout (between rounds of gradient steps)."
+    hidden: tuple[int, ...] = override(
+        AgentConfig, "hidden", (256, 256), "Hidden layer widths (ReLU) of every net."
     )
-    buffer_size: int = config_field(100_000, "Replay buffer capacity in transitions, per seed.")
-    learning_starts: int = config_field(
-        1_000, "Transitions collected before the first gradient step."
-    )
-    batch_size: int = config_field(64, "Transitions per minibatch sampled from the buffer.")
-    gradient_steps: int = config_field(128, "Gradient steps after each rollout.")
-    learning_rate: float = config_field(1e-3, "Adam step size.")
-    gamma: float = config_field(0.99, "Discount factor.")
-    tau: float = config_field(
-        1.0, "Target networks move this fraction towards the online ones (1: a copy)."
-    )
-    target_update_every: int = config_field(1, "Gradient steps between target network updates.")
-    hidden: tuple[int, ...] = config_field((256, 256), "Hidden layer widths (ReLU) of every net.")
-    eval_envs: int = config_field(
-        32, "Environments (one episode each) in the deterministic evaluation."
-    )
-    log_every: int = config_field(
-        10, "Updates between progress callbacks (and at the end of each run call)."
-    )
-    rollout_backend: str = config_field(
+    rollout_backend: str = override(
+        AgentConfig,
+        "rollout_backend",
         "scan",
         '`jaxsim.rollout` backend ("auto" takes "scan" for these policies; "fused" if asked).',
     )
-
-    def __post_init__(self):
-        self.validate()
-
-    @property
-    def steps_per_update(self) -> int:
-        """Transitions per rollout: num_envs * num_steps."""
-        return self.num_envs * self.num_steps
-
-    @property
-    def num_updates(self) -> int:
-        return self.total_steps // self.steps_per_update
+    buffer_size: int = config_field(
+        100_000, "Replay buffer capacity in transitions, per seed.", ge=1
+    )
+    learning_starts: int = config_field(
+        1_000, "Transitions collected before the first gradient step.", ge=0
+    )
+    batch_size: int = config_field(64, "Transitions per minibatch sampled from the buffer.", ge=1)
+    gradient_steps: int = config_field(128, "Gradient steps after each rollout.", ge=1)
+    tau: float = config_field(
+        1.0, "Target networks move this fraction towards the online ones (1: a copy).", gt=0, le=1
+    )
+    target_update_every: int = config_field(
+        1, "Gradient steps between target network updates.", ge=1
+    )
 
     @property
     def first_learning_update(self) -> int:
@@ -90,12 +71,8 @@ class OffPolicyConfig(ConfigMixin):
         return max(0, self.num_updates - self.first_learning_update + 1) * self.gradient_steps
 
     def validate(self) -> None:
-        check_common(self, self.steps_per_update)
-        check_positive_ints(self, ("buffer_size", "batch_size", "gradient_steps"))
-        check_positive_ints(self, ("target_update_every",))
-        if isinstance(self.learning_starts, bool) or not isinstance(self.learning_starts, int):
-            self.fail(f"learning_starts must be an integer, got {self.learning_starts!r}")
-        if not 0 <= self.learning_starts < self.total_steps:
+        super().validate()
+        if self.learning_starts >= self.total_steps:
             self.fail(
                 f"learning_starts={self.learning_starts} must be in [0, total_steps="
                 f"{self.total_steps}): the run would never take a gradient step"
@@ -117,9 +94,6 @@ class OffPolicyConfig(ConfigMixin):
                 f"{self.learning_starts}, rollouts of {self.steps_per_update}, buffer_size="
                 f"{self.buffer_size})"
             )
-        check_positive(self, ("tau",))
-        if self.tau > 1:
-            self.fail(f"tau must be in (0, 1], got {self.tau!r}")
 
 
 @struct.dataclass

@@ -24,6 +24,7 @@ from agents.agent import Agent
 from agents.algorithms import agent_type
 from agents.checkpoint import load_checkpoint
 from agents.loop import MIN_EPISODES, evaluation_keys, independent_evaluation
+from agents.train_args import check_flag
 
 
 def evaluate(
@@ -146,12 +147,10 @@ def main(argv: list[str] | None = None) -> dict:
     runner, num_seeds = ckpt.runner, ckpt.meta["num_seeds"]
     if num_seeds is None:  # a single run's checkpoint: give it the seed axis
         runner, num_seeds = jax.tree.map(lambda x: x[None], runner), 1
-    if not 0 <= args.seed_index < num_seeds:
-        parser.error(f"--seed-index {args.seed_index}: the run has seeds 0..{num_seeds - 1}")
-    if args.episodes is not None and args.episodes < 1:
-        parser.error(f"--episodes must be >= 1, got {args.episodes}")
-    if not args.scale > 0:
-        parser.error(f"--scale must be > 0, got {args.scale}")
+    check_flag(parser, "--seed-index", args.seed_index, ge=0, lt=num_seeds, doc="the run's seeds")
+    if args.episodes is not None:
+        check_flag(parser, "--episodes", args.episodes, ge=1)
+    check_flag(parser, "--scale", args.scale, float, gt=0)
     config, min_episodes = ckpt.config, MIN_EPISODES
     if args.episodes is not None:  # exactly that many, in one batch
         config, min_episodes = dataclasses.replace(config, eval_envs=args.episodes), 1

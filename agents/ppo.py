@@ -19,48 +19,55 @@ import optax
 import jaxsim
 from agents import losses
 from agents.agent import Agent, latest_return, train_fn
-from agents.config import (
-    ConfigMixin,
-    check_common,
-    check_positive,
-    check_positive_ints,
-    config_field,
-)
+from agents.config import AgentConfig, config_field, override
 from agents.networks import actor_critic_init, to_policy
 from agents.normalizers import observation_normalizer, reward_scaler
 from agents.structs import Batch, LossInfo, Metrics, RunnerState, TrainState
 
 
 @dataclasses.dataclass(frozen=True)
-class PPOConfig(ConfigMixin):
+class PPOConfig(AgentConfig):
     """Every knob of a PPO run. Defaults are purejaxrl's CartPole settings.
 
     Each field's help documents it here and is the text of its `agents.train` flag.
     """
 
-    total_steps: int = config_field(
-        500_000, "Environment steps per seed over the run; rounded down to whole updates."
+    total_steps: int = override(AgentConfig, "total_steps", 500_000)
+    num_steps: int = override(
+        AgentConfig,
+        "num_steps",
+        128,
+        "Steps per environment in each rollout (the horizon between updates).",
     )
-    num_envs: int = config_field(4, "Environments stepped in parallel per seed.")
-    num_steps: int = config_field(
-        128, "Steps per environment in each rollout (the horizon between updates)."
+    learning_rate: float = override(
+        AgentConfig, "learning_rate", 2.5e-4, "Adam step size (the initial one when annealed)."
     )
-    update_epochs: int = config_field(4, "Passes over each rollout's batch.")
+    hidden: tuple[int, ...] = override(
+        AgentConfig, "hidden", (64, 64), "Hidden layer widths of both actor and critic."
+    )
+    log_every: int = override(AgentConfig, "log_every", 50)
+    rollout_backend: str = override(
+        AgentConfig,
+        "rollout_backend",
+        "auto",
+        '`jaxsim.rollout` backend: "auto" picks the fused kernel where it exists, else "scan".',
+    )
+    update_epochs: int = config_field(4, "Passes over each rollout's batch.", ge=1)
     num_minibatches: int = config_field(
-        4, "Minibatches per epoch; must divide num_envs * num_steps."
+        4, "Minibatches per epoch; must divide num_envs * num_steps.", ge=1
     )
-    learning_rate: float = config_field(2.5e-4, "Adam step size (the initial one when annealed).")
     anneal_lr: bool = config_field(True, "Decay the learning rate linearly to 0 over the run.")
-    gamma: float = config_field(0.99, "Discount factor.")
-    gae_lambda: float = config_field(0.95, "GAE's lambda.")
+    gae_lambda: float = config_field(0.95, "GAE's lambda.", ge=0, le=1)
     clip_eps: float = config_field(
-        0.2, "Clipping range of the probability ratio (and of the value change if clip_value)."
+        0.2,
+        "Clipping range of the probability ratio (and of the value change if clip_value).",
+        gt=0,
     )
     clip_value: bool = config_field(True, "Clip the value loss around the old values (PPO2).")
-    ent_coef: float = config_field(0.01, "Weight of the entropy bonus.")
-    vf_coef: float = config_field(0.5, "Weight of the value loss.")
-    max_grad_norm: float = config_field(0.5, "Global gradient-norm clipping threshold.")
-    adam_eps: float = config_field(1e-5, "Adam's epsilon.")
+    ent_coef: float = config_field(0.01, "Weight of the entropy bonus.", ge=0)
+    vf_coef: float = config_field(0.5, "Weight of the value loss.", ge=0)
+    max_grad_norm: float = config_field(0.5, "Global gradient-norm clipping threshold.", gt=0)
+    adam_eps: float = config_field(1e-5, "Adam's epsilon.", gt=0)
     normalize_advantages: bool = config_field(True, "Standardise advantages per minibatch.")
     normalize_obs: bool = config_field(
         False, "Normalise observations by running mean and std (folded into the first layers)."
@@ -68,59 +75,26 @@ class PPOConfig(ConfigMixin):
     scale_rewards: bool = config_field(
         False, "Divide rewards by the running std of the discounted return."
     )
-    hidden: tuple[int, ...] = config_field(
-        (64, 64), "Hidden layer widths of both actor and critic."
-    )
     init_log_std: float = config_field(
         0.0, "Initial log std of the Gaussian policy (Box action spaces only)."
     )
-    eval_envs: int = config_field(
-        32, "Environments (one episode each) in the deterministic evaluation."
-    )
-    log_every: int = config_field(
-        50, "Updates between progress callbacks (and at the end of each run call)."
-    )
-    rollout_backend: str = config_field(
-        "auto",
-        '`jaxsim.rollout` backend: "auto" picks the fused kernel where it exists, else "scan".',
-    )
-
-    def __post_init__(self):
-        _validate(self)
 
     @property
     def batch_size(self) -> int:
         """Transitions per update: num_envs * num_steps."""
-        return self.num_envs * self.num_steps
-
-    @property
-    def steps_per_update(self) -> int:
-        """Environment steps per update per seed (the name every agent's config shares)."""
-        return self.batch_size
+        return self.steps_per_update
 
     @property
     def minibatch_size(self) -> int:
         return self.batch_size // self.num_minibatches
 
-    @property
-    def num_updates(self) -> int:
-        return self.total_steps // self.batch_size
-
-
-def _validate(c: PPOConfig) -> None:
-    check_common(c, c.batch_size)
-    check_positive_ints(c, ("update_epochs", "num_minibatches"))
-    if c.batch_size % c.num_minibatches:
-        c.fail(
-            f"num_minibatches={c.num_minibatches} does not divide the batch of "
-            f"num_envs * num_steps = {c.batch_size}"
-        )
-    if not 0 <= c.gae_lambda <= 1:
-        c.fail(f"gae_lambda must be in [0, 1], got {c.gae_lambda!r}")
-    check_positive(c, ("clip_eps", "max_grad_norm", "adam_eps"))
-    for name in ("ent_coef", "vf_coef"):
-        if not getattr(c, name) >= 0:
-            c.fail(f"{name} must be >= 0, got {getattr(c, name)!r}")
+    def validate(self) -> None:
+        super().validate()
+        if self.batch_size % self.num_minibatches:
+            self.fail(
+                f"num_minibatches={self.num_minibatches} does not divide the batch of "
+                f"num_envs * num_steps = {self.batch_size}"
+            )
 
 
 class PPOLearner:

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 from flax import struct
 
 import jaxsim
+from agents.config import check_value
 
 
 @struct.dataclass
@@ -42,8 +43,7 @@ class ReplayBuffer:
 def init(capacity: int, example: Transition) -> ReplayBuffer:
     """An empty buffer of `capacity` slots shaped like `example` (one transition, arrays or
     `jax.ShapeDtypeStruct`s, no leading axis)."""
-    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
-        raise ValueError(f"replay.init: capacity must be a positive integer, got {capacity!r}")
+    check_value("replay.init", "capacity", capacity, ge=1)
     data = jax.tree.map(lambda x: jnp.zeros((capacity, *x.shape), x.dtype), example)
     return ReplayBuffer(data=data, pos=jnp.int32(0), size=jnp.int32(0))
 

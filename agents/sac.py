@@ -23,7 +23,7 @@ from flax import struct
 import jaxsim
 from agents import losses
 from agents.agent import train_fn
-from agents.config import config_field
+from agents.config import config_field, override
 from agents.networks import HIDDEN_GAIN, Layers
 from agents.offpolicy import OffPolicy, OffPolicyConfig, OffPolicyState, flatten_obs
 from agents.structs import Metrics
@@ -37,32 +37,29 @@ class SACConfig(OffPolicyConfig):
     """Every knob of a SAC run. Defaults are rl-zoo's Pendulum-v1 settings (SB3's SAC defaults,
     learning rate 1e-3, 20k steps), one gradient step per environment step."""
 
-    total_steps: int = config_field(
-        20_000, "Environment steps per seed over the run; rounded down to whole updates."
+    total_steps: int = override(OffPolicyConfig, "total_steps", 20_000)
+    num_envs: int = override(OffPolicyConfig, "num_envs", 1)
+    num_steps: int = override(OffPolicyConfig, "num_steps", 8)
+    buffer_size: int = override(OffPolicyConfig, "buffer_size", 20_000)
+    learning_starts: int = override(
+        OffPolicyConfig,
+        "learning_starts",
+        256,
+        "Transitions collected (uniformly random actions) before the first gradient step.",
     )
-    num_envs: int = config_field(1, "Environments stepped in parallel per seed.")
-    num_steps: int = config_field(
-        8, "Steps per environment in each rollout (between rounds of gradient steps)."
+    batch_size: int = override(OffPolicyConfig, "batch_size", 256)
+    gradient_steps: int = override(OffPolicyConfig, "gradient_steps", 8)
+    tau: float = override(
+        OffPolicyConfig,
+        "tau",
+        0.005,
+        "Target critics move this fraction towards the online ones (1: a copy).",
     )
-    buffer_size: int = config_field(20_000, "Replay buffer capacity in transitions, per seed.")
-    learning_starts: int = config_field(
-        256, "Transitions collected (uniformly random actions) before the first gradient step."
-    )
-    batch_size: int = config_field(256, "Transitions per minibatch sampled from the buffer.")
-    gradient_steps: int = config_field(8, "Gradient steps after each rollout.")
-    tau: float = config_field(
-        0.005, "Target critics move this fraction towards the online ones (1: a copy)."
-    )
-    init_alpha: float = config_field(1.0, "Initial temperature (the entropy bonus's weight).")
+    init_alpha: float = config_field(1.0, "Initial temperature (the entropy bonus's weight).", gt=0)
     learn_alpha: bool = config_field(True, "Learn the temperature (else keep init_alpha).")
     target_entropy_scale: float = config_field(
         1.0, "The learned temperature aims at an entropy of -scale * action_dim."
     )
-
-    def validate(self) -> None:
-        super().validate()
-        if not self.init_alpha > 0:
-            self.fail(f"init_alpha must be > 0, got {self.init_alpha!r}")
 
 
 @struct.dataclass

@@ -25,7 +25,6 @@ import argparse
 import dataclasses
 import os
 import sys
-import tempfile
 from typing import Any
 
 import jax
@@ -38,7 +37,15 @@ from agents.algorithms import ALGORITHMS, agent_type
 from agents.checkpoint import load_checkpoint, save_checkpoint, sync_sidecar
 from agents.loop import run_chunks
 from agents.presets import config_for, target_for
-from agents.train_args import NO_TARGET, build_parser, check_no_run, clear_run, config_overrides
+from agents.train_args import (
+    NO_TARGET,
+    build_parser,
+    check_flag,
+    check_no_run,
+    check_out,
+    clear_run,
+    config_overrides,
+)
 from jaxsim import compile_cache
 from jaxsim.files import finite_json, remove_stale_temporaries, write_json_atomic
 from jaxsim.profiler import check_output_dir
@@ -83,19 +90,21 @@ def _prepare(parser: argparse.ArgumentParser, args: argparse.Namespace, command:
     """Checks everything that can be wrong with the input (parser.error: exit 2) before anything
     compiles; clears the old run with --overwrite."""
     agent_cls = agent_type(args.algorithm)
-    if args.seeds < 1:
-        parser.error(f"--seeds must be >= 1, got {args.seeds}")
-    if args.checkpoint_every < 0:
-        parser.error(f"--checkpoint-every must be >= 0, got {args.checkpoint_every}")
+    check_flag(parser, "--seeds", args.seeds, ge=1)
+    check_flag(parser, "--checkpoint-every", args.checkpoint_every, ge=0)
     if args.resume and args.overwrite:
         parser.error("--resume continues the run in --out, --overwrite replaces it: pass one")
     mesh = None
     if args.devices is not None:
-        if not 1 <= args.devices <= jax.device_count():
-            parser.error(
-                f"--devices must be in [1, {jax.device_count()}] (jax.device_count() on this "
-                f"machine: {jax.devices()}), got {args.devices}"
-            )
+        devices = jax.devices()
+        check_flag(
+            parser,
+            "--devices",
+            args.devices,
+            ge=1,
+            le=len(devices),
+            doc=f"jax.devices(): {devices}",
+        )
         mesh = Mesh(np.array(jax.devices()[: args.devices]), (jaxsim.ENV_AXIS,))
     if args.profile is not None:
         try:
@@ -117,7 +126,7 @@ def _prepare(parser: argparse.ArgumentParser, args: argparse.Namespace, command:
             args.env, args.algorithm, **config_overrides(args, agent_cls.config_type)
         )
         out = args.out or os.path.join("runs", args.env)
-        _check_out(out)
+        check_out(out)
         ckpt_path = os.path.join(out, "checkpoint.msgpack")
         ckpt = None
         if args.resume:
@@ -337,18 +346,6 @@ def _finish(run: _Run, runner, solved: list[int | None]) -> dict:
         )
         raise SystemExit(1)
     return summary
-
-
-def _check_out(out: str) -> None:
-    """--out must be a folder this process can write: checked before anything compiles."""
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise ValueError(f"--out: {out} exists and is not a folder")
-    try:
-        os.makedirs(out, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-check."):
-            pass
-    except OSError as e:
-        raise ValueError(f"--out: cannot write to {out} ({e.strerror or e})") from None
 
 
 def _check_same_env(path: str, saved: jaxsim.Env, asked: jaxsim.Env) -> None:

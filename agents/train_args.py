@@ -6,12 +6,13 @@ import argparse
 import contextlib
 import dataclasses
 import os
+import tempfile
 import typing
 
 import numpy as np
 
 from agents.algorithms import ALGORITHMS, agent_type
-from agents.config import field_help
+from agents.config import check_value, field_help
 from jaxsim import compile_cache
 
 
@@ -156,6 +157,18 @@ def config_overrides(args: argparse.Namespace, config_cls: type) -> dict:
     return {n: getattr(args, n) for n in names if getattr(args, n) is not None}
 
 
+def check_out(out: str) -> None:
+    """--out must be a folder this process can write: checked before anything compiles."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ValueError(f"--out: {out} exists and is not a folder")
+    try:
+        os.makedirs(out, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-check."):
+            pass
+    except OSError as e:
+        raise ValueError(f"--out: cannot write to {out} ({e.strerror or e})") from None
+
+
 def check_no_run(out: str, overwrite: bool) -> None:
     """Without --resume, --out must not hold a run, unless --overwrite gives it up."""
     found = [name for name in RUN_FILES if os.path.exists(os.path.join(out, name))]
@@ -171,3 +184,12 @@ def clear_run(out: str) -> None:
     for name in RUN_FILES:
         with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(out, name))
+
+
+def check_flag(parser: argparse.ArgumentParser, flag: str, value, kind: type = int, **declared):
+    """parser.error (exit 2) naming `flag`, its value and what it accepts, unless `value` is of
+    `kind` within `declared` (ge, gt, le, lt: see `agents.config.check_value`)."""
+    try:
+        check_value(parser.prog, flag, value, kind, **declared)
+    except ValueError as e:  # parser.error names the program already
+        parser.error(str(e).removeprefix(f"{parser.prog}: "))

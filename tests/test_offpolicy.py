@@ -220,8 +220,8 @@ def test_resume_from_a_checkpoint_equals_uninterrupted(tmp_path, agent_cls, conf
         ("dqn", ["--learning-starts", "20000"], "learning_starts=20000 exceeds buffer_size"),
         ("dqn", ["--env", "Pendulum-v1"], "DQN: Pendulum-v1 has action space Box"),
         ("sac", ["--env", "CartPole-v1"], "SAC: CartPole-v1 has action space Discrete"),
-        ("sac", ["--tau", "0"], "tau must be > 0"),
-        ("dqn", ["--end-e", "2"], "end_e must be in [0, 1]"),
+        ("sac", ["--tau", "0"], "tau must be a float > 0 and <= 1, got 0.0"),
+        ("dqn", ["--end-e", "2"], "end_e must be a float >= 0 and <= 1, got 2.0"),
         ("dqn", ["--rollout-backend", "warp"], "unknown backend"),
     ],
 )

@@ -70,4 +70,7 @@ def test_play_rejects_a_folder_without_a_run_and_a_bad_seed_index(run, tmp_path,
     assert "no checkpoint.msgpack" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         play.main([str(run[0]), "--seed-index", "2", "--no-gif"])
-    assert "seeds 0..1" in capsys.readouterr().err
+    assert (
+        "--seed-index (the run's seeds) must be an integer >= 0 and < 2, got 2"
+        in capsys.readouterr().err
+    )

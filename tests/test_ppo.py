@@ -268,13 +268,13 @@ def test_orthogonal_init_matches_flax_without_lapack():
 @pytest.mark.parametrize(
     "field, value, message",
     [
-        ("num_envs", 0, "num_envs must be a positive integer"),
-        ("num_steps", -3, "num_steps must be a positive integer"),
+        ("num_envs", 0, "num_envs must be an integer >= 1, got 0"),
+        ("num_steps", -3, "num_steps must be an integer >= 1, got -3"),
         ("num_minibatches", 3, "does not divide the batch"),
-        ("learning_rate", 0.0, "learning_rate must be > 0"),
-        ("learning_rate", -1e-3, "learning_rate must be > 0"),
+        ("learning_rate", 0.0, "learning_rate must be a float > 0, got 0.0"),
+        ("learning_rate", -1e-3, "learning_rate must be a float > 0"),
         ("total_steps", 10, "less than one batch"),
-        ("gamma", 1.5, "gamma must be in"),
+        ("gamma", 1.5, "gamma must be a float > 0 and <= 1, got 1.5"),
         ("hidden", (), "hidden must be"),
     ],
 )
@@ -308,8 +308,9 @@ def test_command_rejects_bad_input_before_compiling(capsys, tmp_path):
     cases = [
         (["--env", "NoSuchEnv-v0"], "unknown environment id"),
         (["--num-minibatches", "3"], "does not divide"),
-        (["--learning-rate", "0"], "learning_rate must be > 0"),
-        (["--num-envs", "0"], "num_envs must be a positive integer"),
+        (["--learning-rate", "0"], "learning_rate must be a float > 0"),
+        (["--num-envs", "0"], "num_envs must be an integer >= 1, got 0"),
+        (["--seeds", "0"], "--seeds must be an integer >= 1, got 0"),
         (["--rollout-backend", "warp"], "unknown backend"),
     ]
     for flags, message in cases:

@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 import jaxsim
+from agents.config import check_value
 
 EXTRA_INSTALL = "pip install 'jaxsim-rl[decoupled]'"
 """The install command every missing-dependency error names (the `decoupled` extra)."""
@@ -152,8 +153,7 @@ class GymnasiumPool(HostPool):
                 minatar_gym.register_envs()
         if name not in gym.registry:
             raise ValueError(f"env: unknown Gymnasium id {name!r} (from {env_id!r})")
-        if vectorization not in ("sync", "async"):
-            raise ValueError(f"vectorization must be 'sync' or 'async', got {vectorization!r}")
+        check_value("GymnasiumPool", "vectorization", vectorization, str, choices=("sync", "async"))
         mode = gym.vector.AutoresetMode.SAME_STEP
         fns = [functools.partial(_make_gymnasium_env, name)] * num_envs
         if vectorization == "sync":
@@ -205,9 +205,8 @@ class EnvPoolPool(HostPool):
         task = env_id.removeprefix("envpool/")
         if task not in envpool.list_all_envs():
             raise ValueError(f"env: EnvPool has no task {task!r} (from {env_id!r})")
-        batch_size = num_envs if batch_size is None else int(batch_size)
-        if not 1 <= batch_size <= num_envs:
-            raise ValueError(f"batch_size must be in [1, num_envs={num_envs}], got {batch_size}")
+        batch_size = num_envs if batch_size is None else batch_size
+        check_value("EnvPool", "batch_size", batch_size, ge=1, le=num_envs)
         try:
             self.env = envpool.make(
                 task,
@@ -284,8 +283,7 @@ def make_pool(
         raise ValueError(
             f"env: {env_id!r} is not a host environment id; they start with one of {PREFIXES}"
         )
-    if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
-        raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
+    check_value("make_pool", "num_envs", num_envs, ge=1)
     if env_id.startswith("envpool/"):
         return EnvPoolPool(env_id, num_envs, seed, envpool_batch_size, envpool_threads)
     return GymnasiumPool(env_id, num_envs, seed, vectorization)

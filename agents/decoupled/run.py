@@ -14,6 +14,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from agents.config import ConfigMixin, check_declared, check_value, config_field
 from agents.decoupled.actor import (
     ActingParams,
     Actor,
@@ -45,26 +46,35 @@ class ActorFailed(RuntimeError):
 
 
 @dataclasses.dataclass(frozen=True)
-class DecoupledConfig:
+class DecoupledConfig(ConfigMixin):
     """How the actors and the learner are arranged (the PPO settings are a PPOConfig)."""
 
     env_id: str
-    schedule: str = "reproducible"
-    actors: int = 2  # threads, each with its own pool of num_envs / actors environments
-    queue_size: int = 1  # segments an actor may have finished ahead of the learner
-    envpool_batch_size: int | None = None  # per actor; < its envs: asynchronous (free only)
-    vectorization: str = "sync"  # Gymnasium pools: "sync" (in the thread) or "async" (processes)
-    envpool_threads: int = 0  # EnvPool worker threads per actor's pool (0: one per core)
-    seed: int = 0
+    schedule: str = config_field(
+        "reproducible", "How far behind the learner actors act.", choices=tuple(SCHEDULES)
+    )
+    actors: int = config_field(
+        2, "Threads, each with its own pool of num_envs / actors environments.", ge=1
+    )
+    queue_size: int = config_field(
+        1, "Segments an actor may have finished ahead of the learner.", ge=1
+    )
+    envpool_batch_size: int | None = config_field(
+        None, "Per actor; below its envs EnvPool is asynchronous (free only).", optional=True, ge=1
+    )
+    vectorization: str = config_field(
+        "sync",
+        'Gymnasium pools: "sync" (in the thread) or "async" (processes).',
+        choices=("sync", "async"),
+    )
+    envpool_threads: int = config_field(
+        0, "EnvPool worker threads per actor's pool (0: one per core).", ge=0
+    )
+    seed: int = config_field(0, "Seeds the actors' pools.")
 
     def check(self, ppo: PPOConfig) -> None:
         """A ValueError naming the field for anything that cannot run, before any work."""
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {list(SCHEDULES)}, got {self.schedule!r}")
-        for name in ("actors", "queue_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_declared(self)
         if ppo.num_envs % self.actors:
             raise ValueError(
                 f"actors={self.actors} must divide num_envs={ppo.num_envs} (each actor steps "
@@ -74,11 +84,13 @@ class DecoupledConfig:
             if not self.env_id.startswith("envpool/"):
                 raise ValueError(f"envpool_batch_size is for envpool/ ids, not {self.env_id!r}")
             per_actor = ppo.num_envs // self.actors
-            if not 1 <= self.envpool_batch_size <= per_actor:
-                raise ValueError(
-                    f"envpool_batch_size must be in [1, num_envs / actors = {per_actor}], got "
-                    f"{self.envpool_batch_size}"
-                )
+            check_value(
+                type(self).__name__,
+                "envpool_batch_size",
+                self.envpool_batch_size,
+                ge=1,
+                le=per_actor,
+            )
             if self.envpool_batch_size < per_actor and self.schedule != "free":
                 raise ValueError(
                     "an asynchronous EnvPool (envpool_batch_size < num_envs / actors) returns "
