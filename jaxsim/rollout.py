@@ -148,7 +148,7 @@ def initial_state(
     With a `mesh`, the batch (leaves [num_envs, ...]) is split over its `jaxsim.ENV_AXIS` axis,
     as `rollout(..., mesh=mesh)` splits it.
     """
-    params = env.default_params if params is None else params
+    params = params_lib.as_arrays(env.default_params if params is None else params)
     if mesh is not None:
         mesh = sharding.check_mesh(mesh, num_envs, owner="initial_state")
         sharding.check_placement(mesh, "initial_state", params=params)
@@ -237,7 +237,7 @@ def _scan_rollout(env, static, n, num_envs, outputs, checks, mesh, dynamic, key,
             carry, rec = batch_step(
                 env, lanes, carry, action, params, params_axes, counter, draws, step_keys
             )
-        carry = carry.checked(env, t, obs_columns, action, extras, rec)
+        carry = carry.checked(env, t, obs_columns, action, extras, rec, step_params, step_axes)
         values = dict(rec, obs=obs, action=action, extras=extras)
         values["next_obs"] = stack_obs(env, rec["next_obs"])
         out = sharding.constrain({name: values[name] for name in fields}, mesh)
@@ -344,6 +344,7 @@ def rollout(
             f"rollout: params must be {env.params_type.__name__} for {env.id} "
             f"(env.default_params), got {type(params).__name__}"
         )
+    params = params_lib.as_arrays(params)
     key = jax.random.key(0) if key is None else rng.check_key("rollout", key)
     outputs = check_outputs(outputs)
     if checks not in (True, False):

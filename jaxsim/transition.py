@@ -310,11 +310,13 @@ class Carry:
             CheckState.zeros(num_envs) if with_checks else None,
         )
 
-    def checked(self, env, t, obs, action, extras, record) -> Carry:
-        """The carry with this step's checks recorded (a no-op outside checked mode)."""
+    def checked(self, env, t, obs, action, extras, record, params=None, params_axes=None) -> Carry:
+        """The carry with this step's checks recorded (a no-op outside checked mode).
+
+        `params`, `params_axes`: the params this step ran with (episode draws included)."""
         if self.checks is None:
             return self
-        flags = check_flags(env, obs, action, extras, record)
+        flags = check_flags(env, obs, action, extras, record, params, params_axes)
         return self.replace(checks=self.checks.update(flags, t))
 
     def to_state(self, env, lanes: Lanes, params, params_axes) -> RolloutState:

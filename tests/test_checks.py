@@ -17,8 +17,10 @@ BACKENDS = {"scan": dict(backend="scan"), "fused": FUSED}
 @pytest.mark.parametrize("outputs", ["stats", "rewards", ("action",)])
 def test_nan_physics_is_reported_whatever_outputs_keep(backend, outputs):
     env = jaxsim.make("Pendulum-v1")
-    dt = jnp.asarray([0.05, 0.05, jnp.nan, 0.05, 0.05])  # environment 2 diverges at once
-    params = env.default_params.replace(dt=dt)
+    # Valid params (NaN ones are refused up front) that overflow float32 at once in
+    # environment 2: its angle becomes inf, its observed cosine NaN.
+    dt = jnp.asarray([0.05, 0.05, 1e30, 0.05, 0.05])
+    params = env.default_params.replace(dt=dt, max_speed=3e38)
     kw = dict(num_envs=5, key=KEY, params=params, outputs=outputs, **BACKENDS[backend])
     with pytest.raises(FloatingPointError, match=r"non-finite next_obs at step 0, environment 2"):
         jaxsim.rollout(env, "random", 6, checks=True, **kw)
