@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -157,7 +158,36 @@ def initial_state(
     draws = _sharded_draws(env, key, num_envs, params_sampler, mesh)
     lanes = Lanes(vmapped=True)
     carry = initial_carry(env, lanes, params, params_axes, draws, False, False)
-    return sharding.constrain(carry.to_state(env, lanes, params, params_axes), mesh)
+    state = carry.to_state(env, lanes, params, params_axes)
+    return sharding.constrain(state, mesh).replace(next_key=_next_key(key, num_envs, mesh))
+
+
+_CONTINUE_STREAM = 0x5EED  # folded into a rollout's key: the key its continuation draws from
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _next_key(key, num_envs: int, mesh) -> jax.Array:
+    """uint32[num_envs, 2]: the raw key a rollout continuing after one run with `key` uses."""
+    bits = rng.seed_from_key(jax.random.fold_in(key, _CONTINUE_STREAM))
+    return sharding.constrain(jnp.broadcast_to(bits, (num_envs, 2)), mesh)
+
+
+@jax.jit
+def _first_row(next_key):
+    return next_key[0]
+
+
+def _continuation_key(state: RolloutState | None) -> jax.Array:
+    """The key of a rollout given no `key=`: the default without a state, else the state's."""
+    if state is None:
+        return jax.random.key(0)
+    if state.next_key is None:
+        raise ValueError(
+            "rollout: state= carries no key to continue from (a batched env state, or a "
+            "RolloutState made by hand); pass key= so that the continuation draws fresh "
+            "actions and resets instead of replaying the default key's"
+        )
+    return _first_row(state.next_key)
 
 
 def _constrain_params(params, params_axes, mesh):
@@ -290,7 +320,10 @@ def rollout(
         recompile.
       n: number of steps.
       num_envs: batch size; defaults to the batch of `state`, else 1.
-      key: a PRNG key for resets and the policy; defaults to `jax.random.key(0)`.
+      key: a PRNG key for resets and the policy. Without one, a rollout from scratch uses
+        `jax.random.key(0)` and a continuation (`state=` a previous `final_state`) the key
+        that state carries (`RolloutState.next_key`, derived from the key that made it), so
+        consecutive chunks draw fresh actions and resets; a state made by hand needs a key.
       params: the env's params (default `env.default_params`). Each leaf has its field's
         declared shape (shared by every environment) or that shape with a leading `num_envs`
         axis (one value per environment: domain randomisation), mixed freely. Spaces come from
@@ -345,7 +378,8 @@ def rollout(
             f"(env.default_params), got {type(params).__name__}"
         )
     params = params_lib.as_arrays(params)
-    key = jax.random.key(0) if key is None else rng.check_key("rollout", key)
+    if key is not None:
+        key = rng.check_key("rollout", key)
     outputs = check_outputs(outputs)
     if checks not in (True, False):
         raise TypeError(f"rollout: checks must be True or False, got {checks!r}")
@@ -364,6 +398,8 @@ def rollout(
     params_axes = env.params_axes(params, num_envs)
     params_lib.check_sampler("rollout", env, params_sampler, num_envs)
     state = _check_state(env, state, num_envs, params, params_axes, params_sampler)
+    if key is None:
+        key = _continuation_key(state)
 
     check_memory(env, policy, key, n, num_envs, outputs)
 
@@ -391,4 +427,5 @@ def rollout(
         )
     if checks:
         raise_on_failure(traj.checks, env.action_space(env.default_params))
-    return traj
+    final_state = traj.final_state.replace(next_key=_next_key(key, num_envs, mesh))
+    return traj.replace(final_state=final_state)

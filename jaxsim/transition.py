@@ -134,7 +134,10 @@ class RolloutState:
     Leaves have leading shape [num_envs]. `episode_return` and `episode_length` accumulate the
     episode in progress, so statistics of episodes that straddle two rollouts come out whole.
     `episode_params` holds the params fields a `params_sampler` drew for each environment's
-    current episode (None without a sampler).
+    current episode (None without a sampler). `next_key` is the raw PRNG key (every row the
+    same) a rollout continuing from this state draws from when given no `key`, so a
+    continuation never replays the randomness of the rollout that made the state (None in a
+    state made by hand: then continuing needs a key).
     """
 
     env_state: Any
@@ -142,6 +145,7 @@ class RolloutState:
     episode_return: jax.Array  # float32[num_envs]
     episode_length: jax.Array  # int32[num_envs]
     episode_params: dict[str, jax.Array] | None = None
+    next_key: jax.Array | None = None  # uint32[num_envs, 2]
 
     @property
     def num_envs(self) -> int:
