@@ -401,7 +401,7 @@ def rollout(
     if key is None:
         key = _continuation_key(state)
 
-    check_memory(env, policy, key, n, num_envs, outputs)
+    check_memory(env, policy, key, n, num_envs, outputs, params, state is not None)
 
     from jaxsim import fused  # deferred: it imports the kernel's support code
 
