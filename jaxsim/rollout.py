@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -334,6 +335,8 @@ def rollout(
         Pallas kernel running many steps and the policy per launch; see `jaxsim.fused` for
         what it runs), or "auto": "fused" on a GPU where the environment and policy support it,
         else "scan". On a CPU the kernel runs in Pallas interpret mode, which is for tests.
+        "auto" compiles the kernel once per configuration first; if that fails it warns once,
+        naming the reason, and runs the scan (while "fused" raises the error).
       outputs: what to keep: "all" (every per-step field), "rewards" (reward, terminated,
         truncated), "stats" (episode statistics only), or a collection of per-step field names
         and/or "episode_stats". Left-out fields are None; "episode_stats" fills
@@ -405,15 +408,28 @@ def rollout(
 
     from jaxsim import fused  # deferred: it imports the kernel's support code
 
-    if backend == "auto":
+    auto = backend == "auto"
+    if auto:
         backend = fused.auto_backend(env, policy)
     if backend == "fused":
-        traj = fused.fused_rollout(
-            env, policy, n, num_envs=num_envs, key=key, params=params, state=state,
-            outputs=outputs, config=fused_config, params_sampler=params_sampler, checks=checks,
-            mesh=mesh,
-        )  # fmt: skip
-    else:
+        from jaxsim.fused.compile_once import KernelCompileError
+
+        try:
+            traj = fused.fused_rollout(
+                env, policy, n, num_envs=num_envs, key=key, params=params, state=state,
+                outputs=outputs, config=fused_config, params_sampler=params_sampler,
+                checks=checks, mesh=mesh, auto=auto,
+            )  # fmt: skip
+        except KernelCompileError as err:  # only with auto: the user never asked for the kernel
+            if err.first:
+                warnings.warn(
+                    f"rollout: backend='auto' runs the scan backend: the fused kernel failed to "
+                    f"compile for {env.id} ({err.reason}); backend='fused' raises this error",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+            backend = "scan"
+    if backend == "scan":
         if isinstance(policy, OpenLoopPolicy):
             policy.check(env.action_space(env.default_params), n, num_envs)
         policy_dynamic, policy_static = _partition(policy)
