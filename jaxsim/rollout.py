@@ -358,11 +358,10 @@ def rollout(
         split over that axis (num_envs must be a multiple of its size); other axes hold copies.
         Outputs come back split the same way ([n, num_envs] leaves on axis 1, `final_state` on
         axis 0), so `state=final_state` continues on the mesh. Environments keep their global
-        indices, so every draw is the unsharded rollout's. XLA may fuse the partitioned program
-        differently, moving the last bit of some floats (measured: none for Pendulum, Acrobot
-        or per-environment params; <= 6e-5 after 500 CartPole steps, whose dynamics grow it),
-        and sums over the batch (episode statistics) add in another order; integers and flags
-        were equal in every measurement. Multi-host meshes (`jax.distributed`) work alike.
+        indices, so every draw is the unsharded rollout's; on the CPU the native
+        environments' per-step values are the unsharded ones bit for bit (an MLP policy's
+        extras within the last bit), while sums over the batch (episode statistics) add in
+        another order. Multi-host meshes (`jax.distributed`) work alike.
 
     Returns:
       A `Trajectory` whose per-step leaves have leading shape [n, num_envs], with `final_state`.

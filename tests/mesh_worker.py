@@ -70,6 +70,11 @@ def rollout_case(backend: str) -> dict:
     r = jaxsim.rollout(env, "random", n, outputs="stats", **kw).stats
     result["stats_only_count_equal"] = int(s.count) == int(r.count)
     result["stats_only_gap"] = max_gap(s, r)
+    # Shared params, long enough for CartPole's dynamics to grow any last-bit difference.
+    kw["num_envs"] = 16
+    e = jaxsim.rollout(env, "random", 300, **kw)
+    f = jaxsim.rollout(env, "random", 300, mesh=mesh, **kw)
+    result["shared_params"] = compare(e, f)
     return result
 
 

@@ -22,8 +22,9 @@ from agents.ppo import PPO, PPOConfig
 from agents.train import main as train_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Float gaps the partitioned program may show: XLA fuses it differently (a shared scalar
-# parameter's division is hoisted out of the elementwise fusion), which moves the last bit.
+# Per-step floats are equal bit for bit (CartPole multiplies by its inverse total mass: XLA
+# had turned one program's division by that shared scalar into a multiplication by its
+# inverse, and not the other's); sums over the batch (episode statistics) add in another order.
 FLOAT_TOL = 1e-5
 
 
@@ -44,7 +45,11 @@ def _worker(case: str, *args: str, devices: int = 2) -> dict:
 
 def _assert_matches(cmp: dict) -> None:
     assert all(cmp["exact_equal"].values()), cmp
-    assert max(cmp["float_gap"].values()) < FLOAT_TOL, cmp
+    gaps = cmp["float_gap"]
+    # The environment's floats bit for bit; a policy's extras (an MLP's matmuls, which XLA
+    # blocks by the batch's shape) within the last bit.
+    assert all(gap == 0.0 for name, gap in gaps.items() if not name.startswith("extras")), cmp
+    assert max(gaps.values()) < FLOAT_TOL, cmp
     assert cmp["per_step_split"] and cmp["final_state_split"], cmp
     assert cmp["stats_count_equal"] and cmp["stats_gap"] < FLOAT_TOL, cmp
 
@@ -55,6 +60,7 @@ def test_scan_rollout_on_mesh_equals_unsharded():
     result = _worker("scan")
     _assert_matches(result["first"])
     _assert_matches(result["continued"])  # final_state continues on the mesh
+    _assert_matches(result["shared_params"])  # 300 CartPole steps: 6e-5 apart before the pin
     assert result["stats_only_count_equal"] and result["stats_only_gap"] < FLOAT_TOL
 
 
