@@ -28,6 +28,8 @@ def clip_action(env, action):
     return jnp.clip(action, 0, n - 1).astype(action.dtype)
 
 
+_INT32 = np.iinfo(np.int32)
+
 CHECKS = ("obs", "action", "reward", "next_obs", "extras", "params")  # bit k of a lane's flags
 
 
@@ -66,6 +68,41 @@ def _lane_bad(x, batch_shape):
     return bad.reshape(*batch_shape, -1).max(axis=-1) if bad.ndim > len(batch_shape) else bad
 
 
+def _compare(op, x, bound):
+    """`op(x, bound)` for a bound an int32 `x` cannot hold (e.g. `lt=2**31`): then constant."""
+    if jnp.issubdtype(x.dtype, jnp.integer) and not _INT32.min <= bound <= _INT32.max:
+        return jnp.full(x.shape, bool(getattr(np, op.__name__)(0, bound)))
+    return op(x, bound)
+
+
+def bad_param_lanes(spec_list, params, params_axes, batch_shape) -> jax.Array:
+    """bool[batch]: True where an environment's params break their declarations (traced values).
+
+    What `Spec.check` refuses on the host, computed on the device for checked mode: a float
+    that is not finite, a value outside the declared bounds. Shared leaves count for every lane.
+    """
+    bad = jnp.zeros(batch_shape, bool)
+    for spec in spec_list:
+        if spec.kind is str:
+            continue
+        x = jnp.asarray(getattr(params, spec.name))
+        wrong = (
+            ~jnp.isfinite(x) if jnp.issubdtype(x.dtype, jnp.floating) else jnp.zeros_like(x, bool)
+        )
+        for bound, op in ((spec.ge, jnp.less), (spec.gt, jnp.less_equal)):
+            if bound is not None:
+                wrong |= _compare(op, x, bound)
+        for bound, op in ((spec.le, jnp.greater), (spec.lt, jnp.greater_equal)):
+            if bound is not None:
+                wrong |= _compare(op, x, bound)
+        per_env = getattr(params_axes, spec.name) == 0
+        lead = len(batch_shape) if per_env else 0
+        if wrong.ndim > lead:  # an array-valued field: any bad component spoils the lane
+            wrong = wrong.reshape(*wrong.shape[:lead], -1).any(axis=-1)
+        bad |= jnp.broadcast_to(wrong, batch_shape)
+    return bad
+
+
 def check_flags(env, obs, action, extras, record, params=None, params_axes=None) -> jax.Array:
     """int32[batch]: bit k set where CHECKS[k] failed this step.
 
@@ -98,9 +135,7 @@ def check_flags(env, obs, action, extras, record, params=None, params_axes=None)
         bad["params"] = jnp.zeros(shape, jnp.int32)
     else:
         spec_list = params_lib.specs(env.params_type)
-        bad["params"] = params_lib.bad_lanes(spec_list, params, params_axes, shape).astype(
-            jnp.int32
-        )
+        bad["params"] = bad_param_lanes(spec_list, params, params_axes, shape).astype(jnp.int32)
     return sum(bad[name] << k for k, name in enumerate(CHECKS))
 
 

@@ -189,7 +189,7 @@ def _as_device_dtype(arr: np.ndarray, kind: type) -> np.ndarray:
     the caller refuses it); ints outside int32 are the caller's to refuse before this."""
     if kind is int:
         arr = np.clip(arr, _INT32.min, _INT32.max) if arr.dtype.kind in "iu" else arr
-    with np.errstate(over="ignore", under="ignore"):
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         return arr.astype(_DEVICE_DTYPE[kind])
 
 
@@ -283,41 +283,6 @@ def as_arrays(params):
                     f"params: field {f.name!r} is not a rectangular array: {err}"
                 ) from None
     return params.replace(**lists) if lists else params
-
-
-def _compare(op, x, bound):
-    """`op(x, bound)` for a bound an int32 `x` cannot hold (e.g. `lt=2**31`): then constant."""
-    if jnp.issubdtype(x.dtype, jnp.integer) and not _INT32.min <= bound <= _INT32.max:
-        return jnp.full(x.shape, bool(getattr(np, op.__name__)(0, bound)))
-    return op(x, bound)
-
-
-def bad_lanes(spec_list, params, params_axes, batch_shape) -> jax.Array:
-    """bool[batch]: True where an environment's params break their declarations (traced values).
-
-    What `Spec.check` refuses on the host, computed on the device for checked mode: a float
-    that is not finite, a value outside the declared bounds. Shared leaves count for every lane.
-    """
-    bad = jnp.zeros(batch_shape, bool)
-    for spec in spec_list:
-        if spec.kind is str:
-            continue
-        x = jnp.asarray(getattr(params, spec.name))
-        wrong = (
-            ~jnp.isfinite(x) if jnp.issubdtype(x.dtype, jnp.floating) else jnp.zeros_like(x, bool)
-        )
-        for bound, op in ((spec.ge, jnp.less), (spec.gt, jnp.less_equal)):
-            if bound is not None:
-                wrong |= _compare(op, x, bound)
-        for bound, op in ((spec.le, jnp.greater), (spec.lt, jnp.greater_equal)):
-            if bound is not None:
-                wrong |= _compare(op, x, bound)
-        per_env = getattr(params_axes, spec.name) == 0
-        lead = len(batch_shape) if per_env else 0
-        if wrong.ndim > lead:  # an array-valued field: any bad component spoils the lane
-            wrong = wrong.reshape(*wrong.shape[:lead], -1).any(axis=-1)
-        bad |= jnp.broadcast_to(wrong, batch_shape)
-    return bad
 
 
 # ------------------------------------------------------------------------- domain randomisation

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import warnings
 from collections.abc import Iterable
 from typing import Any
@@ -160,35 +159,9 @@ def initial_state(
     lanes = Lanes(vmapped=True)
     carry = initial_carry(env, lanes, params, params_axes, draws, False, False)
     state = carry.to_state(env, lanes, params, params_axes)
-    return sharding.constrain(state, mesh).replace(next_key=_next_key(key, num_envs, mesh))
-
-
-_CONTINUE_STREAM = 0x5EED  # folded into a rollout's key: the key its continuation draws from
-
-
-@functools.partial(jax.jit, static_argnums=(1, 2))
-def _next_key(key, num_envs: int, mesh) -> jax.Array:
-    """uint32[num_envs, 2]: the raw key a rollout continuing after one run with `key` uses."""
-    bits = rng.seed_from_key(jax.random.fold_in(key, _CONTINUE_STREAM))
-    return sharding.constrain(jnp.broadcast_to(bits, (num_envs, 2)), mesh)
-
-
-@jax.jit
-def _first_row(next_key):
-    return next_key[0]
-
-
-def _continuation_key(state: RolloutState | None) -> jax.Array:
-    """The key of a rollout given no `key=`: the default without a state, else the state's."""
-    if state is None:
-        return jax.random.key(0)
-    if state.next_key is None:
-        raise ValueError(
-            "rollout: state= carries no key to continue from (a batched env state, or a "
-            "RolloutState made by hand); pass key= so that the continuation draws fresh "
-            "actions and resets instead of replaying the default key's"
-        )
-    return _first_row(state.next_key)
+    return sharding.constrain(state, mesh).replace(
+        next_key=rng.continuation_keys(key, num_envs, mesh)
+    )
 
 
 def _constrain_params(params, params_axes, mesh):
@@ -327,7 +300,9 @@ def rollout(
         consecutive chunks draw fresh actions and resets; a state made by hand needs a key.
       params: the env's params (default `env.default_params`). Each leaf has its field's
         declared shape (shared by every environment) or that shape with a leading `num_envs`
-        axis (one value per environment: domain randomisation), mixed freely. Spaces come from
+        axis (one value per environment: domain randomisation), mixed freely; a Python list
+        is one array. Concrete values are checked as `make` checks them (as float32/int32),
+        an error naming the field and environment, before any work. Spaces come from
         `env.default_params`; params act on the physics only.
       state: where to continue from: a previous `Trajectory.final_state` (or a batched env state).
         If None, every environment starts from a counter-based reset.
@@ -347,8 +322,10 @@ def rollout(
         for the first step and environment that failed: `FloatingPointError` for a NaN or inf
         observation, next observation, reward or policy extra (log-probability, value...),
         `ValueError` for a Discrete action outside the space (unchecked, such an action is
-        clipped to the nearest valid one). The trajectory keeps the per-environment record in
-        `checks`. Needs concrete inputs (not under `jit`).
+        clipped to the nearest valid one) or for params outside their declared ranges (traced
+        ones, e.g. a hand-written sampler's draws; concrete params are refused up front).
+        The trajectory keeps the per-environment record in `checks`. Needs concrete inputs
+        (not under `jit`).
       params_sampler: draws params fields afresh for every episode, e.g.
         `jaxsim.uniform_params(env, gravity=(9.0, 10.5))`: at each auto-reset (and at the
         start) environment i draws `params_sampler.draw(seed, i, counter)` with counter-based
@@ -401,7 +378,7 @@ def rollout(
     params_lib.check_sampler("rollout", env, params_sampler, num_envs)
     state = _check_state(env, state, num_envs, params, params_axes, params_sampler)
     if key is None:
-        key = _continuation_key(state)
+        key = rng.continuation_key(state)
 
     check_memory(env, policy, key, n, num_envs, outputs, params, state is not None)
 
@@ -442,5 +419,5 @@ def rollout(
         )
     if checks:
         raise_on_failure(traj.checks, env.action_space(env.default_params))
-    final_state = traj.final_state.replace(next_key=_next_key(key, num_envs, mesh))
+    final_state = traj.final_state.replace(next_key=rng.continuation_keys(key, num_envs, mesh))
     return traj.replace(final_state=final_state)
