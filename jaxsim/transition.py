@@ -21,7 +21,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
+from flax import serialization, struct
 
 from jaxsim.autoreset import ResetDraws, auto_reset, with_episode_params
 from jaxsim.autoreset import map_with_axes as map_with_axes  # re-exported: the backends use it
@@ -150,6 +150,32 @@ class RolloutState:
     @property
     def num_envs(self) -> int:
         return self.obs.shape[0]
+
+
+def _restore_rollout_state(target: RolloutState, state: dict) -> RolloutState:
+    """flax restores a RolloutState as any dataclass, except that a state dict saved before
+    states carried `next_key` (agents' checkpoints) restores with an all-zero one."""
+    if "next_key" not in state and target.next_key is not None:
+        state = dict(state, next_key=np.zeros(np.shape(target.next_key), np.uint32))
+    unknown = sorted(set(state) - {f.name for f in dataclasses.fields(target)})
+    if unknown:
+        raise ValueError(f"Unknown field(s) {unknown} in state dict restoring a RolloutState")
+    return target.replace(
+        **{
+            f.name: serialization.from_state_dict(getattr(target, f.name), state[f.name], f.name)
+            for f in dataclasses.fields(target)
+        }
+    )
+
+
+serialization.register_serialization_state(
+    RolloutState,
+    lambda x: {
+        f.name: serialization.to_state_dict(getattr(x, f.name)) for f in dataclasses.fields(x)
+    },
+    _restore_rollout_state,
+    override=True,
+)
 
 
 @struct.dataclass

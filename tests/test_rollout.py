@@ -297,3 +297,18 @@ def test_a_continuation_from_a_state_without_its_key_needs_one():
     with pytest.raises(ValueError, match=r"pass key="):
         jaxsim.rollout(ENV, "random", 3, state=start.env_state)
     jaxsim.rollout(ENV, "random", 3, state=start.env_state, key=KEY)
+
+
+def test_a_state_dict_saved_before_next_key_still_restores():
+    from flax import serialization
+
+    final = jaxsim.rollout(ENV, "random", 2, num_envs=3).final_state
+    saved = serialization.to_state_dict(final)
+    np.testing.assert_array_equal(
+        serialization.from_state_dict(final, saved).next_key, final.next_key
+    )
+    old = {k: v for k, v in saved.items() if k != "next_key"}  # an agents' checkpoint of before
+    restored = serialization.from_state_dict(final, old)
+    assert restored.next_key.shape == (3, 2) and not np.asarray(restored.next_key).any()
+    with pytest.raises(ValueError, match="Unknown field"):
+        serialization.from_state_dict(final, dict(saved, extra=1))
