@@ -337,8 +337,10 @@ def rollout(
         axis 0), so `state=final_state` continues on the mesh. Environments keep their global
         indices, so every draw is the unsharded rollout's; on the CPU the native
         environments' per-step values are the unsharded ones bit for bit (an MLP policy's
-        extras within the last bit), while sums over the batch (episode statistics) add in
-        another order. Multi-host meshes (`jax.distributed`) work alike.
+        extras within the last bit), except CartPole with a shared total mass (<= 6e-5 after
+        500 steps: give `masspole` per environment for bit equality; README), and sums over
+        the batch (episode statistics) add in another order. Multi-host meshes
+        (`jax.distributed`) work alike.
 
     Returns:
       A `Trajectory` whose per-step leaves have leading shape [n, num_envs], with `final_state`.

