@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxsim import params as params_lib
 from jaxsim.sharding import to_host
 
 
@@ -27,7 +28,9 @@ def clip_action(env, action):
     return jnp.clip(action, 0, n - 1).astype(action.dtype)
 
 
-CHECKS = ("obs", "action", "reward", "next_obs", "extras")  # bit k of a lane's check flags
+_INT32 = np.iinfo(np.int32)
+
+CHECKS = ("obs", "action", "reward", "next_obs", "extras", "params")  # bit k of a lane's flags
 
 
 @struct.dataclass
@@ -65,12 +68,49 @@ def _lane_bad(x, batch_shape):
     return bad.reshape(*batch_shape, -1).max(axis=-1) if bad.ndim > len(batch_shape) else bad
 
 
-def check_flags(env, obs, action, extras, record) -> jax.Array:
+def _compare(op, x, bound):
+    """`op(x, bound)` for a bound an int32 `x` cannot hold (e.g. `lt=2**31`): then constant."""
+    if jnp.issubdtype(x.dtype, jnp.integer) and not _INT32.min <= bound <= _INT32.max:
+        return jnp.full(x.shape, bool(getattr(np, op.__name__)(0, bound)))
+    return op(x, bound)
+
+
+def bad_param_lanes(spec_list, params, params_axes, batch_shape) -> jax.Array:
+    """bool[batch]: True where an environment's params break their declarations (traced values).
+
+    What `Spec.check` refuses on the host, computed on the device for checked mode: a float
+    that is not finite, a value outside the declared bounds. Shared leaves count for every lane.
+    """
+    bad = jnp.zeros(batch_shape, bool)
+    for spec in spec_list:
+        if spec.kind is str:
+            continue
+        x = jnp.asarray(getattr(params, spec.name))
+        wrong = (
+            ~jnp.isfinite(x) if jnp.issubdtype(x.dtype, jnp.floating) else jnp.zeros_like(x, bool)
+        )
+        for bound, op in ((spec.ge, jnp.less), (spec.gt, jnp.less_equal)):
+            if bound is not None:
+                wrong |= _compare(op, x, bound)
+        for bound, op in ((spec.le, jnp.greater), (spec.lt, jnp.greater_equal)):
+            if bound is not None:
+                wrong |= _compare(op, x, bound)
+        per_env = getattr(params_axes, spec.name) == 0
+        lead = len(batch_shape) if per_env else 0
+        if wrong.ndim > lead:  # an array-valued field: any bad component spoils the lane
+            wrong = wrong.reshape(*wrong.shape[:lead], -1).any(axis=-1)
+        bad |= jnp.broadcast_to(wrong, batch_shape)
+    return bad
+
+
+def check_flags(env, obs, action, extras, record, params=None, params_axes=None) -> jax.Array:
     """int32[batch]: bit k set where CHECKS[k] failed this step.
 
     `obs` and `record["next_obs"]` are observation components; a Discrete action fails outside
     {0, ..., n - 1}, a Box action when not finite; `extras` (a policy's log-probabilities,
-    values...) fail when not finite. Whatever `outputs=` keeps, everything is checked.
+    values...) fail when not finite; `params` (this step's, per-episode draws included) fail
+    outside their declarations, as `make` would refuse them. Whatever `outputs=` keeps,
+    everything is checked.
     """
     shape = jnp.shape(record["reward"])
     space = env.action_space(env.default_params)
@@ -91,6 +131,11 @@ def check_flags(env, obs, action, extras, record) -> jax.Array:
             jnp.zeros(shape, jnp.int32),
         ),
     }
+    if params is None:
+        bad["params"] = jnp.zeros(shape, jnp.int32)
+    else:
+        spec_list = params_lib.specs(env.params_type)
+        bad["params"] = bad_param_lanes(spec_list, params, params_axes, shape).astype(jnp.int32)
     return sum(bad[name] << k for k, name in enumerate(CHECKS))
 
 
@@ -114,6 +159,13 @@ def raise_on_failure(checks: CheckState, action_space) -> None:
     which = [name for k, name in enumerate(CHECKS) if flags >> k & 1]
     count = int(to_host(checks.bad_steps).sum())
     where = f"at step {step}, environment {env} (first of {count} bad (step, env) pairs)"
+    if "params" in which:  # the cause of whatever else went wrong with them
+        also = [name for name in which if name != "params"]
+        raise ValueError(
+            f"rollout: params outside their declared ranges (or not finite) {where}, as make() "
+            "would refuse them; env.params_type's fields declare the ranges"
+            + (f"; non-finite {', '.join(also)} followed" if also else "")
+        )
     if which == ["action"] and hasattr(action_space, "n"):
         raise ValueError(
             f"rollout: the policy chose an action outside {action_space} {where}; unchecked, "

@@ -1,4 +1,4 @@
-"""Recorded outputs against free memory: a rollout that cannot fit is refused before it runs."""
+"""A rollout's memory (env state, params, outputs) against free memory, checked before it runs."""
 
 from __future__ import annotations
 
@@ -59,31 +59,68 @@ def _gb(x: float) -> str:
     return f"{x / 1e9:.3g} GB"
 
 
-def check_memory(env: Env, policy, key, n: int, num_envs: int, outputs) -> None:
-    """Refuses, before any work, a rollout whose recorded outputs would not fit in memory."""
+def _state_bytes(env: Env) -> int:
+    """Bytes of one environment's rollout carry: its env state, observation and episode totals.
+
+    From abstract shapes (`jax.eval_shape`): nothing of the batch's size is allocated.
+    """
+    params = env.default_params
+    state = jax.eval_shape(env.init_state, env.reset_draw_shapes(), params)
+    obs = int(np.prod(env.observation_space(params).shape)) * 4
+    return _tree_bytes(state) + obs + 4 + 4
+
+
+def _tree_bytes(tree) -> int:
+    return sum(int(np.size(x)) * np.dtype(_dtype(x)).itemsize for x in jax.tree.leaves(tree))
+
+
+def _dtype(x):
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None:  # jax keeps 32-bit values unless x64 is on
+        return jax.dtypes.canonicalize_dtype(dtype)
+    return np.int32 if isinstance(x, int) else np.float32
+
+
+def check_memory(
+    env: Env, policy, key, n: int, num_envs: int, outputs, params=None, state_given=False
+) -> None:
+    """Refuses, before any work, a rollout whose memory would not fit in what is free.
+
+    Counted: the batch's env state twice (a step reads one and writes the next; a `state=`
+    given already lies in memory and counts once more for the one the rollout returns), the
+    params (per-environment leaves are [num_envs, ...]), and the recorded outputs.
+    """
     available = _available_bytes()
     if available is None:
         return
     per_step = _step_bytes(env, num_envs)
 
-    def need(names) -> int:
+    def recorded(names) -> int:
         return n * sum(per_step.get(name, 0) for name in names)
 
+    state = _state_bytes(env) * num_envs * (1 if state_given else 2)
+    params_bytes = _tree_bytes(env.default_params if params is None else params)
+    fixed = state + params_bytes
+
     # A policy's extras are traced only for rollouts big enough for them to matter.
-    if "extras" in outputs and need(outputs) > available // 8:
+    if "extras" in outputs and fixed + recorded(outputs) > available // 8:
         per_step["extras"] = _extras_bytes(env, policy, key, num_envs)
-    if need(outputs) <= available:
+    total = fixed + recorded(outputs)
+    if total <= available:
         return
     fits = [
-        f"{name!r} ({_gb(need(names))})"
+        f"{name!r} ({_gb(recorded(names))})"
         for name, names in OUTPUT_PRESETS.items()
-        if need(names) <= available
+        if fixed + recorded(names) <= available
     ]
+    most = int(available // (total / num_envs))
     raise MemoryError(
-        f"rollout: outputs={_outputs_name(outputs)} records {_gb(need(outputs))} for n={n} steps "
-        f"of num_envs={num_envs}, but {jax.devices()[0].platform} has {_gb(available)} free. "
-        f"Presets that fit: {', '.join(fits) or 'none'}; or fewer steps per call, continuing "
-        "with state=out.final_state"
+        f"rollout: n={n} steps of num_envs={num_envs} {env.id} environments need "
+        f"{_gb(total)}: env state {_gb(state)}, params {_gb(params_bytes)}, and "
+        f"outputs={_outputs_name(outputs)} records {_gb(recorded(outputs))}; but "
+        f"{jax.devices()[0].platform} has {_gb(available)} free. What fits: "
+        f"num_envs <= {most} as asked; presets that fit: {', '.join(fits) or 'none'}; or "
+        "fewer steps per call, continuing with state=out.final_state"
     )
 
 

@@ -93,11 +93,14 @@ class Spec:
             noun = f"{noun} power of two"
         return f"{noun} {text}".strip() if text else noun
 
-    def check(self, owner: str, value, shape: tuple[int, ...] = ()):
+    def check(self, owner: str, value, shape: tuple[int, ...] = (), per_env: bool = False):
         """`value` converted to the field's kind, or a ValueError/TypeError naming the field.
 
         A value is a Python or numpy scalar, or (for an array-valued field) anything of the
-        declared shape or broadcastable to it: every element is checked.
+        declared shape or broadcastable to it: every element is checked. Values are checked as
+        the dtype they will have on the device (float32, int32): a float that overflows to inf
+        or underflows to 0 there is judged as inf or 0. With `per_env`, the leading axis of
+        `shape` is the environments', and an error names the environment.
         """
         where = f"{owner}: {self.name}"
         expected = self.describe()
@@ -111,20 +114,30 @@ class Spec:
                 raise ValueError(
                     f"{where} must have shape {shape} (or broadcast to it), got shape {arr.shape}"
                 ) from None
-            dtype = {int: np.int32, float: np.float32, bool: np.bool_}[self.kind]
             # Every element meets the same checks as a scalar; the first that fails is named.
-            bad = ~np.isfinite(arr) if arr.dtype.kind == "f" else np.zeros(arr.shape, bool)
-            if self.kind is int and arr.dtype.kind not in "iu":
-                bad |= True
+            bad = np.zeros(arr.shape, bool)
+            if self.kind is int:
+                bad |= arr.dtype.kind not in "iu"
+                if arr.dtype.kind in "iu":
+                    bad |= (arr < _INT32.min) | (arr > _INT32.max)
+            device = _as_device_dtype(arr, self.kind)
+            if device.dtype.kind == "f":
+                bad |= ~np.isfinite(device)
             for op, bound in ((np.less, self.ge), (np.less_equal, self.gt)):
                 if bound is not None:
-                    bad |= op(arr, bound)
+                    bad |= op(device, bound)
             for op, bound in ((np.greater, self.le), (np.greater_equal, self.lt)):
                 if bound is not None:
-                    bad |= op(arr, bound)
+                    bad |= op(device, bound)
             if bad.any():
+                index = tuple(int(i) for i in np.argwhere(bad)[0])
+                if per_env:
+                    where = f"{where} of environment {index[0]}"
+                    index = index[1:]
+                if index:
+                    where = f"{where}{list(index)}"
                 self._check_scalar(where, expected, arr[bad].ravel()[0].item())
-            return np.array(arr, dtype)
+            return np.array(device)
         if isinstance(value, np.ndarray | jax.Array) and np.ndim(value) == 0:
             value = value.item()
         return self._check_scalar(where, expected, value)
@@ -144,17 +157,40 @@ class Spec:
         value = self.kind(value)
         if self.kind is float and not math.isfinite(value):
             raise ValueError(f"{where} must be a finite {expected[2:]}, got {value!r}")
+        if self.kind is int and not _INT32.min <= value <= _INT32.max:
+            raise ValueError(f"{where} must be {expected} that fits int32, got {value!r}")
+        # Judged as the device will hold it: 1e39 is inf in float32, 1e-50 is 0.
+        device = _as_device_dtype(np.asarray(value), self.kind).item()
+        if self.kind is float and not math.isfinite(device):
+            raise ValueError(
+                f"{where} must be a finite {expected[2:]} in float32, got {value!r} "
+                f"(float32 {device})"
+            )
         bad = (
-            (self.ge is not None and not value >= self.ge)
-            or (self.gt is not None and not value > self.gt)
-            or (self.le is not None and not value <= self.le)
-            or (self.lt is not None and not value < self.lt)
+            (self.ge is not None and not device >= self.ge)
+            or (self.gt is not None and not device > self.gt)
+            or (self.le is not None and not device <= self.le)
+            or (self.lt is not None and not device < self.lt)
             or (self.power_of_two and (value < 1 or value & (value - 1)))
         )
         if bad:
             doc = f" ({self.doc})" if self.doc else ""
-            raise ValueError(f"{where}{doc} must be {expected}, got {value!r}")
+            shown = f" (float32 {device!r})" if self.kind is float and device != value else ""
+            raise ValueError(f"{where}{doc} must be {expected}, got {value!r}{shown}")
         return value
+
+
+_INT32 = np.iinfo(np.int32)
+_DEVICE_DTYPE = {int: np.int32, float: np.float32, bool: np.bool_}
+
+
+def _as_device_dtype(arr: np.ndarray, kind: type) -> np.ndarray:
+    """`arr` as the dtype a field of `kind` has on the device (overflow becomes inf, silently:
+    the caller refuses it); ints outside int32 are the caller's to refuse before this."""
+    if kind is int:
+        arr = np.clip(arr, _INT32.min, _INT32.max) if arr.dtype.kind in "iu" else arr
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        return arr.astype(_DEVICE_DTYPE[kind])
 
 
 def resolve_shape(shape: tuple[int | str, ...], config) -> tuple[int, ...]:
@@ -203,7 +239,8 @@ def batch_axes(owner: str, spec_list, shapes, params, num_envs: int):
     """
     axes = {}
     for spec, shape in zip(spec_list, shapes, strict=True):
-        got = tuple(np.shape(getattr(params, spec.name)))
+        value = getattr(params, spec.name)
+        got = tuple(np.shape(value))
         if got == shape:
             axes[spec.name] = None
         elif got == (num_envs, *shape):
@@ -214,7 +251,38 @@ def batch_axes(owner: str, spec_list, shapes, params, num_envs: int):
                 f"{shape} (shared by every environment) or ({num_envs}, *{shape}) = "
                 f"{(num_envs, *shape)} (one value per environment, num_envs={num_envs})"
             )
+        if _is_concrete(value):  # traced values are checked in checked mode (jaxsim.checks)
+            spec.check(owner, value, got, per_env=axes[spec.name] == 0)
     return params.replace(**axes)
+
+
+def _is_concrete(value) -> bool:
+    """True if every leaf of `value` can be read on this host (not traced, not split over hosts)."""
+    for leaf in jax.tree.leaves(value):
+        if isinstance(leaf, jax.core.Tracer):
+            return False
+        if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
+            return False
+    return True
+
+
+def as_arrays(params):
+    """`params` with every field given as a Python list or tuple made one numpy array.
+
+    A list is a pytree of many leaves to jax; the field is one array (the declared shape, or
+    one value per environment), which is what the backends index and trace.
+    """
+    lists = {}
+    for f in dataclasses.fields(params):
+        value = getattr(params, f.name)
+        if isinstance(value, list | tuple):
+            try:
+                lists[f.name] = np.asarray(value)
+            except ValueError as err:
+                raise ValueError(
+                    f"params: field {f.name!r} is not a rectangular array: {err}"
+                ) from None
+    return params.replace(**lists) if lists else params
 
 
 # ------------------------------------------------------------------------- domain randomisation
@@ -239,6 +307,15 @@ def check_sampler(owner: str, env, sampler, num_envs: int) -> None:
             f"{owner}: params_sampler draws {unknown}, which are not params of {env.id}; "
             f"its params are {sorted(shapes)}"
         )
+    if isinstance(sampler, UniformParams):  # its bounds may have been replaced since made
+        field_specs = {s.name: s for s in specs(env.params_type)}
+        for name in fields:
+            low, high = sampler.low[name], sampler.high[name]
+            if _is_concrete((low, high)):
+                for bound in (low, high):
+                    field_specs[name].check(f"{owner}: params_sampler", bound, np.shape(bound))
+                if np.any(np.asarray(low) > np.asarray(high)):
+                    raise ValueError(f"{owner}: params_sampler {name} needs low <= high")
     u32 = jax.ShapeDtypeStruct((), jnp.uint32)
     index = jax.ShapeDtypeStruct((num_envs,), jnp.uint32)
     drawn = jax.eval_shape(sampler.draw, (u32, u32), index, u32)

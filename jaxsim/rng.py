@@ -13,11 +13,14 @@ environment outside a loop and each draw inside costs one `mix`.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from jaxsim import sharding
 
 # Streams keep independent uses of one seed apart. Add the component index to a base.
 RESET_STREAM = 0x1000
@@ -130,3 +133,34 @@ def normal(seed, index, counter, stream):
     return to_normal(
         bits(seed, index, counter, stream), bits(seed, index, counter, jnp.uint32(stream) + 1)
     )
+
+
+# ---------------------------------------------------------------------------- continuing rollouts
+_CONTINUE_STREAM = 0x5EED  # folded into a rollout's key: the key its continuation draws from
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def continuation_keys(key, num_envs: int, mesh) -> jax.Array:
+    """uint32[num_envs, 2] (every row the same, split like the batch on `mesh`): the raw key a
+    rollout continuing, without a key, from the state a rollout with `key` returned uses."""
+    bits = seed_from_key(jax.random.fold_in(key, _CONTINUE_STREAM))
+    return sharding.constrain(jnp.broadcast_to(bits, (num_envs, 2)), mesh)
+
+
+@jax.jit
+def _first_row(keys):
+    return keys[0]
+
+
+def continuation_key(state) -> jax.Array:
+    """The key of a rollout given no `key=`: `jax.random.key(0)` from scratch (`state` None),
+    else the one `state.next_key` carries; a ValueError for a state that carries none."""
+    if state is None:
+        return jax.random.key(0)
+    if state.next_key is None:
+        raise ValueError(
+            "rollout: state= carries no key to continue from (a batched env state, or a "
+            "RolloutState made by hand); pass key= so that the continuation draws fresh "
+            "actions and resets instead of replaying the default key's"
+        )
+    return _first_row(state.next_key)

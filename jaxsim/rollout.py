@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -148,7 +149,7 @@ def initial_state(
     With a `mesh`, the batch (leaves [num_envs, ...]) is split over its `jaxsim.ENV_AXIS` axis,
     as `rollout(..., mesh=mesh)` splits it.
     """
-    params = env.default_params if params is None else params
+    params = params_lib.as_arrays(env.default_params if params is None else params)
     if mesh is not None:
         mesh = sharding.check_mesh(mesh, num_envs, owner="initial_state")
         sharding.check_placement(mesh, "initial_state", params=params)
@@ -157,7 +158,10 @@ def initial_state(
     draws = _sharded_draws(env, key, num_envs, params_sampler, mesh)
     lanes = Lanes(vmapped=True)
     carry = initial_carry(env, lanes, params, params_axes, draws, False, False)
-    return sharding.constrain(carry.to_state(env, lanes, params, params_axes), mesh)
+    state = carry.to_state(env, lanes, params, params_axes)
+    return sharding.constrain(state, mesh).replace(
+        next_key=rng.continuation_keys(key, num_envs, mesh)
+    )
 
 
 def _constrain_params(params, params_axes, mesh):
@@ -238,7 +242,7 @@ def _scan_rollout(env, static, n, num_envs, outputs, checks, mesh, dynamic, key,
             carry, rec = batch_step(
                 env, lanes, carry, action, params, params_axes, counter, draws, step_keys
             )
-        carry = carry.checked(env, t, obs_columns, action, extras, rec)
+        carry = carry.checked(env, t, obs_columns, action, extras, rec, step_params, step_axes)
         values = dict(rec, obs=obs, action=action, extras=extras)
         values["next_obs"] = stack_obs(env, rec["next_obs"])
         out = sharding.constrain({name: values[name] for name in fields}, mesh)
@@ -291,10 +295,15 @@ def rollout(
         recompile.
       n: number of steps.
       num_envs: batch size; defaults to the batch of `state`, else 1.
-      key: a PRNG key for resets and the policy; defaults to `jax.random.key(0)`.
+      key: a PRNG key for resets and the policy. Without one, a rollout from scratch uses
+        `jax.random.key(0)` and a continuation (`state=` a previous `final_state`) the key
+        that state carries (`RolloutState.next_key`, derived from the key that made it), so
+        consecutive chunks draw fresh actions and resets; a state made by hand needs a key.
       params: the env's params (default `env.default_params`). Each leaf has its field's
         declared shape (shared by every environment) or that shape with a leading `num_envs`
-        axis (one value per environment: domain randomisation), mixed freely. Spaces come from
+        axis (one value per environment: domain randomisation), mixed freely; a Python list
+        is one array. Concrete values are checked as `make` checks them (as float32/int32),
+        an error naming the field and environment, before any work. Spaces come from
         `env.default_params`; params act on the physics only.
       state: where to continue from: a previous `Trajectory.final_state` (or a batched env state).
         If None, every environment starts from a counter-based reset.
@@ -302,6 +311,8 @@ def rollout(
         Pallas kernel running many steps and the policy per launch; see `jaxsim.fused` for
         what it runs), or "auto": "fused" on a GPU where the environment and policy support it,
         else "scan". On a CPU the kernel runs in Pallas interpret mode, which is for tests.
+        "auto" compiles the kernel once per configuration first; if that fails it warns once,
+        naming the reason, and runs the scan (while "fused" raises the error).
       outputs: what to keep: "all" (every per-step field), "rewards" (reward, terminated,
         truncated), "stats" (episode statistics only), or a collection of per-step field names
         and/or "episode_stats". Left-out fields are None; "episode_stats" fills
@@ -312,8 +323,10 @@ def rollout(
         for the first step and environment that failed: `FloatingPointError` for a NaN or inf
         observation, next observation, reward or policy extra (log-probability, value...),
         `ValueError` for a Discrete action outside the space (unchecked, such an action is
-        clipped to the nearest valid one). The trajectory keeps the per-environment record in
-        `checks`. Needs concrete inputs (not under `jit`).
+        clipped to the nearest valid one) or for params outside their declared ranges (traced
+        ones, e.g. a hand-written sampler's draws; concrete params are refused up front).
+        The trajectory keeps the per-environment record in `checks`. Needs concrete inputs
+        (not under `jit`).
       params_sampler: draws params fields afresh for every episode, e.g.
         `jaxsim.uniform_params(env, gravity=(9.0, 10.5))`: at each auto-reset (and at the
         start) environment i draws `params_sampler.draw(seed, i, counter)` with counter-based
@@ -323,11 +336,12 @@ def rollout(
         split over that axis (num_envs must be a multiple of its size); other axes hold copies.
         Outputs come back split the same way ([n, num_envs] leaves on axis 1, `final_state` on
         axis 0), so `state=final_state` continues on the mesh. Environments keep their global
-        indices, so every draw is the unsharded rollout's. XLA may fuse the partitioned program
-        differently, moving the last bit of some floats (measured: none for Pendulum, Acrobot
-        or per-environment params; <= 6e-5 after 500 CartPole steps, whose dynamics grow it),
-        and sums over the batch (episode statistics) add in another order; integers and flags
-        were equal in every measurement. Multi-host meshes (`jax.distributed`) work alike.
+        indices, so every draw is the unsharded rollout's; on the CPU the native
+        environments' per-step values are the unsharded ones bit for bit (an MLP policy's
+        extras within the last bit), except CartPole with a shared total mass (<= 6e-5 after
+        500 steps: give `masspole` per environment for bit equality; README), and sums over
+        the batch (episode statistics) add in another order. Multi-host meshes
+        (`jax.distributed`) work alike.
 
     Returns:
       A `Trajectory` whose per-step leaves have leading shape [n, num_envs], with `final_state`.
@@ -345,7 +359,9 @@ def rollout(
             f"rollout: params must be {env.params_type.__name__} for {env.id} "
             f"(env.default_params), got {type(params).__name__}"
         )
-    key = jax.random.key(0) if key is None else rng.check_key("rollout", key)
+    params = params_lib.as_arrays(params)
+    if key is not None:
+        key = rng.check_key("rollout", key)
     outputs = check_outputs(outputs)
     if checks not in (True, False):
         raise TypeError(f"rollout: checks must be True or False, got {checks!r}")
@@ -364,20 +380,35 @@ def rollout(
     params_axes = env.params_axes(params, num_envs)
     params_lib.check_sampler("rollout", env, params_sampler, num_envs)
     state = _check_state(env, state, num_envs, params, params_axes, params_sampler)
+    if key is None:
+        key = rng.continuation_key(state)
 
-    check_memory(env, policy, key, n, num_envs, outputs)
+    check_memory(env, policy, key, n, num_envs, outputs, params, state is not None)
 
     from jaxsim import fused  # deferred: it imports the kernel's support code
 
-    if backend == "auto":
+    auto = backend == "auto"
+    if auto:
         backend = fused.auto_backend(env, policy)
     if backend == "fused":
-        traj = fused.fused_rollout(
-            env, policy, n, num_envs=num_envs, key=key, params=params, state=state,
-            outputs=outputs, config=fused_config, params_sampler=params_sampler, checks=checks,
-            mesh=mesh,
-        )  # fmt: skip
-    else:
+        from jaxsim.fused.compile_once import KernelCompileError
+
+        try:
+            traj = fused.fused_rollout(
+                env, policy, n, num_envs=num_envs, key=key, params=params, state=state,
+                outputs=outputs, config=fused_config, params_sampler=params_sampler,
+                checks=checks, mesh=mesh, auto=auto,
+            )  # fmt: skip
+        except KernelCompileError as err:  # only with auto: the user never asked for the kernel
+            if err.first:
+                warnings.warn(
+                    f"rollout: backend='auto' runs the scan backend: the fused kernel failed to "
+                    f"compile for {env.id} ({err.reason}); backend='fused' raises this error",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+            backend = "scan"
+    if backend == "scan":
         if isinstance(policy, OpenLoopPolicy):
             policy.check(env.action_space(env.default_params), n, num_envs)
         policy_dynamic, policy_static = _partition(policy)
@@ -391,4 +422,5 @@ def rollout(
         )
     if checks:
         raise_on_failure(traj.checks, env.action_space(env.default_params))
-    return traj
+    final_state = traj.final_state.replace(next_key=rng.continuation_keys(key, num_envs, mesh))
+    return traj.replace(final_state=final_state)

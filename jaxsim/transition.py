@@ -21,7 +21,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
+from flax import serialization, struct
 
 from jaxsim.autoreset import ResetDraws, auto_reset, with_episode_params
 from jaxsim.autoreset import map_with_axes as map_with_axes  # re-exported: the backends use it
@@ -134,7 +134,10 @@ class RolloutState:
     Leaves have leading shape [num_envs]. `episode_return` and `episode_length` accumulate the
     episode in progress, so statistics of episodes that straddle two rollouts come out whole.
     `episode_params` holds the params fields a `params_sampler` drew for each environment's
-    current episode (None without a sampler).
+    current episode (None without a sampler). `next_key` is the raw PRNG key (every row the
+    same) a rollout continuing from this state draws from when given no `key`, so a
+    continuation never replays the randomness of the rollout that made the state (None in a
+    state made by hand: then continuing needs a key).
     """
 
     env_state: Any
@@ -142,10 +145,37 @@ class RolloutState:
     episode_return: jax.Array  # float32[num_envs]
     episode_length: jax.Array  # int32[num_envs]
     episode_params: dict[str, jax.Array] | None = None
+    next_key: jax.Array | None = None  # uint32[num_envs, 2]
 
     @property
     def num_envs(self) -> int:
         return self.obs.shape[0]
+
+
+def _restore_rollout_state(target: RolloutState, state: dict) -> RolloutState:
+    """flax restores a RolloutState as any dataclass, except that a state dict saved before
+    states carried `next_key` (agents' checkpoints) restores with an all-zero one."""
+    if "next_key" not in state and target.next_key is not None:
+        state = dict(state, next_key=np.zeros(np.shape(target.next_key), np.uint32))
+    unknown = sorted(set(state) - {f.name for f in dataclasses.fields(target)})
+    if unknown:
+        raise ValueError(f"Unknown field(s) {unknown} in state dict restoring a RolloutState")
+    return target.replace(
+        **{
+            f.name: serialization.from_state_dict(getattr(target, f.name), state[f.name], f.name)
+            for f in dataclasses.fields(target)
+        }
+    )
+
+
+serialization.register_serialization_state(
+    RolloutState,
+    lambda x: {
+        f.name: serialization.to_state_dict(getattr(x, f.name)) for f in dataclasses.fields(x)
+    },
+    _restore_rollout_state,
+    override=True,
+)
 
 
 @struct.dataclass
@@ -313,11 +343,13 @@ class Carry:
             CheckState.zeros(num_envs) if with_checks else None,
         )
 
-    def checked(self, env, t, obs, action, extras, record) -> Carry:
-        """The carry with this step's checks recorded (a no-op outside checked mode)."""
+    def checked(self, env, t, obs, action, extras, record, params=None, params_axes=None) -> Carry:
+        """The carry with this step's checks recorded (a no-op outside checked mode).
+
+        `params`, `params_axes`: the params this step ran with (episode draws included)."""
         if self.checks is None:
             return self
-        flags = check_flags(env, obs, action, extras, record)
+        flags = check_flags(env, obs, action, extras, record, params, params_axes)
         return self.replace(checks=self.checks.update(flags, t))
 
     def to_state(self, env, lanes: Lanes, params, params_axes) -> RolloutState:

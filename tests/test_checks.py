@@ -17,8 +17,10 @@ BACKENDS = {"scan": dict(backend="scan"), "fused": FUSED}
 @pytest.mark.parametrize("outputs", ["stats", "rewards", ("action",)])
 def test_nan_physics_is_reported_whatever_outputs_keep(backend, outputs):
     env = jaxsim.make("Pendulum-v1")
-    dt = jnp.asarray([0.05, 0.05, jnp.nan, 0.05, 0.05])  # environment 2 diverges at once
-    params = env.default_params.replace(dt=dt)
+    # Valid params (NaN ones are refused up front) that overflow float32 at once in
+    # environment 2: its angle becomes inf, its observed cosine NaN.
+    dt = jnp.asarray([0.05, 0.05, 1e30, 0.05, 0.05])
+    params = env.default_params.replace(dt=dt, max_speed=3e38)
     kw = dict(num_envs=5, key=KEY, params=params, outputs=outputs, **BACKENDS[backend])
     with pytest.raises(FloatingPointError, match=r"non-finite next_obs at step 0, environment 2"):
         jaxsim.rollout(env, "random", 6, checks=True, **kw)
@@ -126,6 +128,34 @@ def test_a_rollout_that_cannot_fit_in_memory_is_refused_with_what_fits(monkeypat
     # all: 10**6 steps x 4096 envs x 50 B = 205 GB; rewards: 6 B per env-step, 24.6 GB.
     with pytest.raises(MemoryError, match=r"outputs='all' records 205 GB.*has 1 GB free") as info:
         jaxsim.rollout(env, "random", 10**6, num_envs=4096)
-    assert "Presets that fit: 'stats' (0 GB)" in str(info.value)
+    assert "presets that fit: 'stats' (0 GB)" in str(info.value)
     small = jaxsim.rollout(env, "random", 10, num_envs=4, outputs="rewards")  # fits: runs
     assert small.reward.shape == (10, 4)
+
+
+def test_the_memory_check_counts_env_state_and_params_before_any_work(monkeypatch):
+    import importlib
+
+    from jaxsim import memory
+
+    rollout_module = importlib.import_module("jaxsim.rollout")  # jaxsim.rollout is the function
+
+    def never(*args):
+        raise AssertionError("the rollout ran; it should have been refused before any work")
+
+    monkeypatch.setattr(memory, "_available_bytes", lambda: 16 * 10**9)  # 16 GB free
+    monkeypatch.setattr(rollout_module, "_scan_rollout_jit", never)
+    env = jaxsim.make("Swarm-v0", num_particles=4096)  # 20 N + 4 bytes of state per environment
+    # 2**18 environments: 2 x 21.5 GB of state (read one, write the next), no outputs kept.
+    with pytest.raises(MemoryError, match=r"env state 43 GB, params .* records 0 GB") as info:
+        jaxsim.rollout(env, "random", 10, num_envs=2**18, outputs="stats", backend="scan")
+    assert "has 16 GB free" in str(info.value)
+    assert "num_envs <= 97" in str(info.value)  # 16e9 / (2 * 81,964 B)
+    # Per-environment params count too: a [num_envs] leaf of 2**31 - 1 float32 values is 8.6 GB.
+    monkeypatch.setattr(memory, "_available_bytes", lambda: 10**9)
+    small = jaxsim.make("Swarm-v0", num_particles=4)
+    params = jax.ShapeDtypeStruct((2**31 - 1,), jnp.float32)
+    with pytest.raises(MemoryError, match=r"params 8.59 GB"):
+        memory.check_memory(
+            small, None, KEY, 1, 2**31 - 1, ("reward",), small.default_params.replace(dt=params)
+        )

@@ -497,9 +497,10 @@ def test_params_of_the_wrong_size_type_or_value_name_the_field():
     with pytest.raises(ValueError, match=r"field 'force_mag' has shape \(4,\).*num_envs=3"):
         _vec("CartPole-v1", 3, params=env.default_params.replace(force_mag=np.ones(4)))
     limits = np.array([5, 0, 5], np.int32)
-    with pytest.raises(ValueError, match=r"params: max_episode_steps .* must be an integer >= 1"):
+    # make_vec's params meet rollout's checks first (jaxsim.params.batch_axes), naming the env.
+    with pytest.raises(ValueError, match=r"params.*: max_episode_steps of environment 1 .*>= 1"):
         _vec("CartPole-v1", 3, params=env.default_params.replace(max_episode_steps=limits))
-    with pytest.raises(TypeError, match="max_episode_steps must be an integer"):
+    with pytest.raises(TypeError, match="max_episode_steps of environment 0 must be an integer"):
         _vec("CartPole-v1", 3, params=env.default_params.replace(max_episode_steps=np.ones(3)))
     with pytest.raises(TypeError, match="params must be CartPoleParams"):
         _vec("CartPole-v1", 3, params=jaxsim.make("Pendulum-v1").default_params)

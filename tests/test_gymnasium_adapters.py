@@ -105,7 +105,7 @@ def test_a_gymnax_env_through_the_vector_front_equals_jaxsims_rollout():
     actions = np.stack([venv.action_space.sample() for _ in range(n)])
     steps = [venv.step(a) for a in actions]
     policy = jaxsim.OpenLoopPolicy(jax.numpy.asarray(actions, jax.numpy.int32))
-    out = jaxsim.rollout(env, policy, n, num_envs=num_envs, state=start)
+    out = jaxsim.rollout(env, policy, n, num_envs=num_envs, state=start, key=jax.random.key(0))
     done = np.asarray(out.done)
     first_end = np.where(done.any(axis=0), done.argmax(axis=0), n - 1)
     assert (done.any(axis=0)).any()  # some episode ends inside the run

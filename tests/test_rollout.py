@@ -273,3 +273,56 @@ def test_state_of_the_wrong_size_or_env_is_rejected():
         jaxsim.rollout(ENV, "random", 2, state=jaxsim.rollout(pendulum, "random", 2).final_state)
     with pytest.raises(TypeError, match="state must be a previous rollout's final_state"):
         jaxsim.rollout(ENV, "random", 2, state={"x": 1})
+
+
+@pytest.mark.parametrize("backend", ["scan", "fused"])
+def test_a_continuation_without_key_draws_fresh_randomness(backend):
+    env = jaxsim.make("CartPole-v1", max_episode_steps=3)  # every lane resets in each chunk
+    kw = dict(num_envs=4, backend=backend)
+    if backend == "fused":
+        kw["fused_config"] = jaxsim.FusedConfig(block_envs=4, steps_per_launch=3)
+    first = jaxsim.rollout(env, "random", 6, **kw)
+    second = jaxsim.rollout(env, "random", 6, state=first.final_state, **kw)
+    assert not np.array_equal(first.action, second.action)
+    # The same chunk's resets (steps 3 and 6 of a 3-step episode) are new draws too.
+    assert not np.array_equal(first.obs[3], second.obs[3])
+    # ...and deterministic: the state decides the continuation's key.
+    again = jaxsim.rollout(env, "random", 6, state=first.final_state, **kw)
+    np.testing.assert_array_equal(second.obs, again.obs)
+    # A key given explicitly is used as before, whatever the state carries.
+    keyed = jaxsim.rollout(env, "random", 6, state=first.final_state, key=KEY, **kw)
+    plain = first.final_state.replace(next_key=None)
+    np.testing.assert_array_equal(
+        keyed.obs, jaxsim.rollout(env, "random", 6, state=plain, key=KEY, **kw).obs
+    )
+    # A chain of continuations never repeats a chunk.
+    third = jaxsim.rollout(env, "random", 6, state=second.final_state, **kw)
+    assert not np.array_equal(third.action, second.action)
+    assert not np.array_equal(third.action, first.action)
+
+
+def test_a_continuation_from_a_state_without_its_key_needs_one():
+    start = jaxsim.initial_state(ENV, KEY, 4)
+    assert start.next_key is not None  # initial_state's carries one, derived from its key
+    out = jaxsim.rollout(ENV, "random", 3, state=start)
+    assert out.final_state.next_key.shape == (4, 2)
+    with pytest.raises(ValueError, match=r"state= carries no key to continue from.*pass key="):
+        jaxsim.rollout(ENV, "random", 3, state=start.replace(next_key=None))
+    with pytest.raises(ValueError, match=r"pass key="):
+        jaxsim.rollout(ENV, "random", 3, state=start.env_state)
+    jaxsim.rollout(ENV, "random", 3, state=start.env_state, key=KEY)
+
+
+def test_a_state_dict_saved_before_next_key_still_restores():
+    from flax import serialization
+
+    final = jaxsim.rollout(ENV, "random", 2, num_envs=3).final_state
+    saved = serialization.to_state_dict(final)
+    np.testing.assert_array_equal(
+        serialization.from_state_dict(final, saved).next_key, final.next_key
+    )
+    old = {k: v for k, v in saved.items() if k != "next_key"}  # an agents' checkpoint of before
+    restored = serialization.from_state_dict(final, old)
+    assert restored.next_key.shape == (3, 2) and not np.asarray(restored.next_key).any()
+    with pytest.raises(ValueError, match="Unknown field"):
+        serialization.from_state_dict(final, dict(saved, extra=1))

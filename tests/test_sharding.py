@@ -22,8 +22,11 @@ from agents.ppo import PPO, PPOConfig
 from agents.train import main as train_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Float gaps the partitioned program may show: XLA fuses it differently (a shared scalar
-# parameter's division is hoisted out of the elementwise fusion), which moves the last bit.
+# Sums over the batch (episode statistics) add in another order on a mesh, and an MLP's
+# matmuls in an order XLA picks by the shard's shape: those within the last bit. The
+# environment's per-step floats are equal bit for bit here (README: the one exception is
+# CartPole with a shared masspole and masscart, whose division by the shared total mass XLA
+# rewrites in the partitioned program only).
 FLOAT_TOL = 1e-5
 
 
@@ -44,7 +47,11 @@ def _worker(case: str, *args: str, devices: int = 2) -> dict:
 
 def _assert_matches(cmp: dict) -> None:
     assert all(cmp["exact_equal"].values()), cmp
-    assert max(cmp["float_gap"].values()) < FLOAT_TOL, cmp
+    gaps = cmp["float_gap"]
+    # The environment's floats bit for bit; a policy's extras (an MLP's matmuls, which XLA
+    # blocks by the batch's shape) within the last bit.
+    assert all(gap == 0.0 for name, gap in gaps.items() if not name.startswith("extras")), cmp
+    assert max(gaps.values()) < FLOAT_TOL, cmp
     assert cmp["per_step_split"] and cmp["final_state_split"], cmp
     assert cmp["stats_count_equal"] and cmp["stats_gap"] < FLOAT_TOL, cmp
 

@@ -91,15 +91,27 @@ def _per_particle(value):
     return jnp.asarray(value, jnp.float32)[..., None]
 
 
-def _mean(x):
-    return jnp.mean(x, axis=-1, keepdims=True)
+def _mean(x, keepdims: bool = True):
+    """The mean over particles (the last axis, a power of two), added in a fixed pairwise order.
+
+    `jnp.mean` leaves the order of the additions to XLA, which picks it by the array's shape:
+    a vmapped [num_envs, N] batch and the kernel's [B, N] block summed differently, and the
+    scan and fused backends parted in the last bit (7e-7 at N = 256). Halving with equal
+    splits (which Triton lowers) pins one order for every shape, backend and sharding.
+    """
+    n = x.shape[-1]
+    while x.shape[-1] > 1:
+        low, high = jnp.split(x, 2, axis=-1)
+        x = low + high
+    mean = x / np.float32(n)
+    return mean if keepdims else mean.reshape(mean.shape[:-1])
 
 
 def _centroid_and_spread(state):
     """(mean x, mean y, std x, std y) over particles, each [] per environment ([B] a block)."""
     dx, dy = state.x - _mean(state.x), state.y - _mean(state.y)
-    std_x, std_y = (jnp.sqrt(jnp.mean(d * d, axis=-1)) for d in (dx, dy))
-    return jnp.mean(state.x, axis=-1), jnp.mean(state.y, axis=-1), std_x, std_y
+    std_x, std_y = (jnp.sqrt(_mean(d * d, keepdims=False)) for d in (dx, dy))
+    return _mean(state.x, keepdims=False), _mean(state.y, keepdims=False), std_x, std_y
 
 
 class Swarm(Env[SwarmState, SwarmParams]):

@@ -224,7 +224,7 @@ def step(
     )
     counter = (t + 1).astype(jnp.uint32)
     carry, record = batch_step(env, BLOCK, carry, action, params, params_axes, counter, draws)
-    carry = carry.checked(env, t, obs, action, extras, record)
+    carry = carry.checked(env, t, obs, action, extras, record, step_params, step_axes)
     values = dict(record, obs=obs, action=action, extras=extras)
     return carry, {name: values[name] for name in fields}
 

@@ -45,6 +45,7 @@ from jax.experimental.pallas import triton as pltriton
 from jaxsim import rng
 from jaxsim.core import Env
 from jaxsim.fused import block as blk
+from jaxsim.fused import compile_once
 from jaxsim.fused.config import FusedConfig
 from jaxsim.policies import OpenLoopPolicy
 from jaxsim.transition import (
@@ -363,6 +364,7 @@ def fused_rollout(
     checks=False,
     reference=False,
     mesh=None,
+    auto=False,
 ) -> Trajectory:
     """The fused backend of `jaxsim.rollout`, which validates the other arguments first.
 
@@ -376,6 +378,8 @@ def fused_rollout(
         `lax.scan`) instead of the kernel: what the kernel is tested against.
       mesh: a mesh `jaxsim.sharding.check_mesh` accepted, or None: the kernel runs per shard of
         the batch (`jaxsim.fused.sharded`).
+      auto: `backend="auto"` chose the kernel: compile it first, once per configuration, and
+        raise `KernelCompileError` if that fails (`jaxsim.fused.compile_once`).
 
     Returns:
       A `Trajectory` like the scan backend's (leaves the outputs left out are None).
@@ -406,10 +410,12 @@ def fused_rollout(
 
         return sharded_rollout(
             mesh, env, bp, sampler_static, n, num_envs, outputs, checks, config, not reference,
-            sampler_leaves, key, params, state,
+            sampler_leaves, key, params, state, auto=auto,
         )  # fmt: skip
-    return _rollout_jit(
-        env, bp.kind, bp.static, sampler_static, n, num_envs, outputs, checks, config,
-        not reference,
-        bp.inputs, sampler_leaves, key, params, state,
+    return compile_once.call(
+        _rollout_jit,
+        (env, bp.kind, bp.static, sampler_static, n, num_envs, outputs, checks, config,
+         not reference),
+        (bp.inputs, sampler_leaves, key, params, state),
+        auto,
     )  # fmt: skip

@@ -13,7 +13,7 @@ import functools
 import jax
 from jax.sharding import PartitionSpec as P
 
-from jaxsim.fused import kernel
+from jaxsim.fused import compile_once, kernel
 from jaxsim.fused.block import BlockPolicy
 from jaxsim.sharding import ENV_AXIS, batch_spec
 from jaxsim.transition import STEP_OUTPUTS, Trajectory, map_with_axes
@@ -61,10 +61,13 @@ def _sharded(
 
 def sharded_rollout(
     mesh, env, bp: BlockPolicy, sampler_static, n, num_envs, outputs, checks, config, use_kernel,
-    sampler_leaves, key, params, state,
+    sampler_leaves, key, params, state, auto=False,
 ) -> Trajectory:  # fmt: skip
     """`kernel.fused_rollout` on `mesh` (validated by `jaxsim.sharding.check_mesh`)."""
-    return _sharded(
-        mesh, env, bp.kind, bp.static, sampler_static, n, num_envs, outputs, checks, config,
-        use_kernel, bp.inputs, sampler_leaves, key, params, state,
+    return compile_once.call(
+        _sharded,
+        (mesh, env, bp.kind, bp.static, sampler_static, n, num_envs, outputs, checks, config,
+         use_kernel),
+        (bp.inputs, sampler_leaves, key, params, state),
+        auto,
     )  # fmt: skip
