@@ -183,8 +183,7 @@ def _pick_env(x, env_index: int | None):
 
 def _frames_states(env, trajectory_or_states, env_index: int | None) -> list:
     """The sequence of one environment's states to draw, from what `render_gif` accepts."""
-    # Deferred: this module is imported by the Env interface, which needs no rollout code.
-    from jaxsim.transition import RolloutState, Trajectory
+    from jaxsim.transition import RolloutState, Trajectory  # Env's module needs no rollout code
 
     x = trajectory_or_states
     if isinstance(x, Trajectory):

@@ -10,8 +10,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsim import fused, rng, sharding
 from jaxsim import params as params_lib
-from jaxsim import rng, sharding
 from jaxsim.checks import raise_on_failure
 from jaxsim.core import Env
 from jaxsim.memory import check_memory
@@ -384,8 +384,6 @@ def rollout(
         key = rng.continuation_key(state)
 
     check_memory(env, policy, key, n, num_envs, outputs, params, state is not None)
-
-    from jaxsim import fused  # deferred: it imports the kernel's support code
 
     auto = backend == "auto"
     if auto:

@@ -13,7 +13,6 @@ scan backend's trajectories.
 
 from jaxsim.fused.block import auto_backend, unsupported_reason
 from jaxsim.fused.config import FusedConfig
-from jaxsim.policies import OpenLoopPolicy  # re-exported: it was first defined here
 
 
 def __getattr__(name: str):
@@ -27,7 +26,6 @@ def __getattr__(name: str):
 
 __all__ = [
     "FusedConfig",
-    "OpenLoopPolicy",
     "auto_backend",
     "fused_rollout",
     "unsupported_reason",

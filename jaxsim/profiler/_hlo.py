@@ -294,9 +294,6 @@ class PhaseMap:
         self._cache: dict[tuple[str, str], tuple[Mix, Instruction | None]] = {}
         self.parents: Counter = Counter()  # (phase, parent) -> weight seen
 
-    def module_names(self) -> set[str]:
-        return set(self.modules)
-
     def lookup(self, module: str, op: str) -> tuple[Mix, Instruction | None]:
         key = (module, op)
         if key not in self._cache:
