@@ -25,3 +25,11 @@ def pytest_collection_modifyitems(config, items):
 # The train command turns JAX's persistent compilation cache on by default (~/.cache/jaxsim/xla);
 # tests keep it off unless they ask for it, so they write nothing outside their tmp folders.
 os.environ.setdefault("JAXSIM_COMPILATION_CACHE", "off")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _drop_compiled_programs():
+    # Each module compiles its own programs; keeping every module's executables alive made the
+    # test process reach 6-7 GB. Dropping them between modules keeps it near one module's worth.
+    yield
+    jax.clear_caches()
