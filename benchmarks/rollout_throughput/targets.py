@@ -6,6 +6,7 @@ from typing import Any
 
 from benchmarks.harness.formatting import format_rate, format_table
 from benchmarks.rollout_throughput.config import ENV_ID, Config
+from benchmarks.rollout_throughput.report import percent
 
 TARGET_NUM_ENVS = 4096
 MEMORY_FLOOR = "memory_floor"
@@ -91,7 +92,7 @@ def _floor_of(records, impl: str, num_envs: int, env_id: str) -> dict[str, Any] 
 
 def _floor_cell(records, impl: str, num_envs: int, env_id: str) -> str:
     f = _floor_of(records, impl, num_envs, env_id)
-    return "–" if f is None else f"{100 * f['fraction']:.0f}%"
+    return "–" if f is None else percent(f["fraction"])
 
 
 def _bytes(records, impl: str, env_id: str) -> str:
