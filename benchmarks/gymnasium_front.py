@@ -282,6 +282,7 @@ def main(argv=None) -> int:
             result = run_child(configs[0], args.num_envs, args.repeats, min_time, args.quick)
         write_json_atomic(args.child_out, result)
         return 0
+    prov = provenance(["gymnasium"])  # before the children: its load average is the start's
     children = {config: _spawn(config, args) for config in configs if config != SINGLE}
     single = _spawn(SINGLE, args) if SINGLE in configs else None
     table = ""
@@ -343,12 +344,13 @@ def main(argv=None) -> int:
         "benchmark": "gymnasium_front",
         "env_id": ENV_ID,
         "quick": args.quick,
-        "provenance": provenance(["gymnasium"]),
+        "provenance": prov,
         "note": (
             "env-steps/s through gymnasium.make_vec(..., vectorization_mode='vector_entry_point')"
             ", random numpy actions in and numpy arrays out every step, NEXT_STEP autoreset; "
             "median of interleaved samples; each configuration in its own process "
-            "(sync: as importing jaxsim.gymnasium leaves it)"
+            "(sync: as importing jaxsim.gymnasium leaves it); single_env: one gym.make env "
+            "per side, seconds per step, median of paired per-repeat ratios"
         ),
         "configurations": children,
         "single_env": single,
