@@ -1,9 +1,18 @@
-"""The Gymnasium vector front against Gymnasium's numpy-vectorized CartPole, host arrays each step.
+"""jaxsim's Gymnasium fronts against Gymnasium's own: the vector env, and one env through gym.make.
 
 Usage:
   python -m benchmarks.gymnasium_front                # N = 16, 256, 4096; every configuration
   python -m benchmarks.gymnasium_front --quick        # shorter samples (~1 min on 2 cores)
   python -m benchmarks.gymnasium_front --num-envs 16,4096 --configs sync --out x.json
+  python -m benchmarks.gymnasium_front --configs single  # one env only
+
+Single environment ("single"): `gym.make("jaxsim/<id>")` against `gym.make("<id>")` for
+CartPole-v1 and Pendulum-v1, one environment each, as CleanRL-style code steps it: the same
+pre-drawn actions from Gymnasium's action space, `reset()` when an episode ends (its cost is part
+of a step's, on both sides), Gymnasium's default wrappers on both. Per repeat each side runs the
+same steps in turn (the first alternating), and the figure is the median over repeats of the
+paired ratio of per-step times, so load drift falls on both alike. It runs in its own child
+process, dispatch as importing `jaxsim.gymnasium` leaves it. Target: at most 2x Gymnasium's step.
 
 Both sides are stepped the same way, by the throughput suite's Gymnasium vector loop
 (`benchmarks.rollout_throughput.baseline_runners.bench_gymnasium_vector`):
@@ -45,6 +54,77 @@ ENV_ID = "CartPole-v1"
 # configuration -> (CPU dispatch, pinned to one core)
 CONFIGS = {"async": ("async", False), "sync": ("sync", False), "sync-1core": ("sync", True)}
 SIDES = ("jaxsim_front", "gymnasium_numpy")
+SINGLE = "single"  # the single-environment configuration: its own child process
+SINGLE_ENV_IDS = ("CartPole-v1", "Pendulum-v1")
+SINGLE_TARGET = 2.0  # jaxsim's step time / Gymnasium's, at most
+
+
+def measure_single(env_id: str, steps: int, repeats: int) -> dict:
+    """One `gym.make` env of each side: per-step seconds per repeat, and their paired ratios."""
+    import time
+
+    import gymnasium as gym
+
+    import jaxsim.gymnasium  # noqa: F401 (registers jaxsim/<id>)
+
+    envs = {"jaxsim": gym.make(f"jaxsim/{env_id}"), "gymnasium": gym.make(env_id)}
+    space = envs["gymnasium"].action_space
+    space.seed(0)
+    actions = [space.sample() for _ in range(steps)]  # drawing them is no part of a step
+    if envs["jaxsim"].action_space != space:
+        raise AssertionError(f"{env_id}: action spaces differ: {envs['jaxsim'].action_space}")
+    episodes = dict.fromkeys(envs, 0)
+
+    def run(side: str) -> float:
+        env, ended = envs[side], 0
+        t0 = time.perf_counter()
+        for a in actions:
+            obs, reward, terminated, truncated, _ = env.step(a)
+            if terminated or truncated:
+                env.reset()
+                ended += 1
+        seconds = (time.perf_counter() - t0) / steps
+        if not (env.observation_space.contains(obs) and np.isfinite(reward)):
+            raise AssertionError(f"{side} {env_id}: a step left {obs!r}, reward {reward!r}")
+        episodes[side] += ended
+        return seconds
+
+    for side, env in envs.items():
+        env.reset(seed=0)
+        run(side)  # untimed: compile, first calls, Gymnasium's one-off env checks
+    per_step: dict[str, list[float]] = {side: [] for side in envs}
+    ratios = []
+    for r in range(repeats):
+        for side in ("jaxsim", "gymnasium") if r % 2 == 0 else ("gymnasium", "jaxsim"):
+            per_step[side].append(run(side))
+        ratios.append(per_step["jaxsim"][-1] / per_step["gymnasium"][-1])
+    for env in envs.values():
+        env.close()
+    ratio = float(np.median(ratios))
+    print(f"{env_id} single env: jaxsim / Gymnasium step time = {ratio:.2f}x", flush=True)
+    return {
+        "env_id": env_id,
+        "steps_per_repeat": steps,
+        "episodes_ended": episodes,
+        "step_s": {
+            side: {"median": float(np.median(v)), "samples": v} for side, v in per_step.items()
+        },
+        "ratio_samples": ratios,
+        "jaxsim_over_gymnasium": ratio,
+    }
+
+
+def run_single_child(steps: int, repeats: int) -> dict:
+    import jax
+
+    import jaxsim.gymnasium  # turns asynchronous CPU dispatch off: JAX has not started yet
+
+    return {
+        "async_dispatch": bool(jax.config.read("jax_cpu_enable_async_dispatch")),
+        "cores": sorted(os.sched_getaffinity(0)),
+        "front_dispatch": jaxsim.gymnasium.cpu_dispatch(),
+        "single_env": [measure_single(env_id, steps, repeats) for env_id in SINGLE_ENV_IDS],
+    }
 
 
 def check_front_transitions(num_envs: int, steps: int = 40) -> dict:
@@ -156,11 +236,12 @@ def _spawn(config: str, args) -> dict:
             sys.executable, "-m", "benchmarks.gymnasium_front", "--child-out", str(out),
             "--configs", config, "--num-envs", ",".join(map(str, args.num_envs)),
             "--repeats", str(args.repeats),
-            *(["--quick"] if args.quick else []),
+            "--single-steps", str(args.single_steps), *(["--quick"] if args.quick else []),
         ]  # fmt: skip
         subprocess.run(command, cwd=REPO_ROOT, env=env, check=True)
         result = json.loads(out.read_text())
-    if result["async_dispatch"] != (CONFIGS[config][0] == "async"):
+    expected_async = config in CONFIGS and CONFIGS[config][0] == "async"
+    if result["async_dispatch"] != expected_async:
         raise AssertionError(
             f"{config}: the child ran with async_dispatch={result['async_dispatch']}"
         )
@@ -172,58 +253,109 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="shorter samples")
     p.add_argument("--num-envs", default="16,256,4096", help="comma-separated batch sizes")
     p.add_argument("--repeats", type=int, default=5, help="samples per side and N (median)")
-    p.add_argument("--configs", default=",".join(CONFIGS), help="configurations to measure")
+    p.add_argument(
+        "--configs",
+        default=",".join([*CONFIGS, SINGLE]),
+        help=f"configurations to measure, from {[*CONFIGS, SINGLE]}",
+    )
+    p.add_argument(
+        "--single-steps", type=int, default=None, help="steps per side and repeat, single env"
+    )
     p.add_argument("--out", type=Path, default=None, help="JSON output path")
     p.add_argument("--child-out", type=Path, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.num_envs = [int(x) for x in args.num_envs.split(",")]
+    if args.single_steps is None:
+        args.single_steps = 1000 if args.quick else 4000
     configs = args.configs.split(",")
-    if any(c not in CONFIGS for c in configs) or any(n < 1 for n in args.num_envs):
-        p.error(f"--configs takes names from {list(CONFIGS)}; --num-envs positive integers")
+    if any(c not in (*CONFIGS, SINGLE) for c in configs) or any(n < 1 for n in args.num_envs):
+        p.error(f"--configs takes names from {[*CONFIGS, SINGLE]}; --num-envs positive integers")
+    if args.repeats < 1 or args.single_steps < 1:
+        p.error(
+            f"--repeats and --single-steps must be >= 1, got {args.repeats}, {args.single_steps}"
+        )
     min_time = 0.1 if args.quick else 0.4
     if args.child_out is not None:
-        result = run_child(configs[0], args.num_envs, args.repeats, min_time, args.quick)
+        if configs[0] == SINGLE:
+            result = run_single_child(args.single_steps, args.repeats)
+        else:
+            result = run_child(configs[0], args.num_envs, args.repeats, min_time, args.quick)
         write_json_atomic(args.child_out, result)
         return 0
-    children = {config: _spawn(config, args) for config in configs}
-    table = format_table(
-        ["configuration", "N", "jaxsim front", "Gymnasium numpy", "front / numpy"],
-        [
+    prov = provenance(["gymnasium"])  # before the children: its load average is the start's
+    children = {config: _spawn(config, args) for config in configs if config != SINGLE}
+    single = _spawn(SINGLE, args) if SINGLE in configs else None
+    table = ""
+    if children:
+        table = format_table(
+            ["configuration", "N", "jaxsim front", "Gymnasium numpy", "front / numpy"],
             [
-                config,
-                row["num_envs"],
-                format_rate(row["jaxsim_front"]["env_steps_per_s"]),
-                format_rate(row["gymnasium_numpy"]["env_steps_per_s"]),
-                f"{row['front_over_numpy']:.2f}x",
-            ]
-            for config, child in children.items()
-            for row in child["rows"]
-        ],
-    )
+                [
+                    config,
+                    row["num_envs"],
+                    format_rate(row["jaxsim_front"]["env_steps_per_s"]),
+                    format_rate(row["gymnasium_numpy"]["env_steps_per_s"]),
+                    f"{row['front_over_numpy']:.2f}x",
+                ]
+                for config, child in children.items()
+                for row in child["rows"]
+            ],
+        )
+    if single is not None:
+        single_table = format_table(
+            ["single env", "jaxsim step", "Gymnasium step", "jaxsim / Gymnasium (paired median)"],
+            [
+                [
+                    m["env_id"],
+                    f"{1e6 * m['step_s']['jaxsim']['median']:.1f} us",
+                    f"{1e6 * m['step_s']['gymnasium']['median']:.1f} us",
+                    f"{m['jaxsim_over_gymnasium']:.2f}x",
+                ]
+                for m in single["single_env"]
+            ],
+        )
+        table = f"{table}\n\n{single_table}" if children else single_table
     print(table)
+    targets = [
+        {
+            "name": "jaxsim front / Gymnasium numpy at N=4096, at least 1",
+            "configuration": config,
+            "value": row["front_over_numpy"],
+            "met": row["front_over_numpy"] >= 1.0,
+        }
+        for config, child in children.items()
+        for row in child["rows"]
+        if row["num_envs"] == 4096
+    ]
+    for m in single["single_env"] if single is not None else ():
+        met = m["jaxsim_over_gymnasium"] <= SINGLE_TARGET
+        targets.append(
+            {
+                "name": f"{m['env_id']} single-env step time, jaxsim / Gymnasium, at most "
+                f"{SINGLE_TARGET:g}",
+                "configuration": SINGLE,
+                "value": m["jaxsim_over_gymnasium"],
+                "max": SINGLE_TARGET,
+                "met": met,
+                "status": "pass" if met else "fail",
+            }
+        )
     record = {
         "benchmark": "gymnasium_front",
         "env_id": ENV_ID,
         "quick": args.quick,
-        "provenance": provenance(["gymnasium"]),
+        "provenance": prov,
         "note": (
             "env-steps/s through gymnasium.make_vec(..., vectorization_mode='vector_entry_point')"
             ", random numpy actions in and numpy arrays out every step, NEXT_STEP autoreset; "
             "median of interleaved samples; each configuration in its own process "
-            "(sync: as importing jaxsim.gymnasium leaves it)"
+            "(sync: as importing jaxsim.gymnasium leaves it); single_env: one gym.make env "
+            "per side, seconds per step, median of paired per-repeat ratios"
         ),
         "configurations": children,
-        "targets": [
-            {
-                "name": "jaxsim front / Gymnasium numpy at N=4096, at least 1",
-                "configuration": config,
-                "value": row["front_over_numpy"],
-                "met": row["front_over_numpy"] >= 1.0,
-            }
-            for config, child in children.items()
-            for row in child["rows"]
-            if row["num_envs"] == 4096
-        ],
+        "single_env": single,
+        "loadavg_1_5_15min_end": [round(x, 2) for x in os.getloadavg()],
+        "targets": targets,
         "table": table,
     }
     return finish(record, args.out or default_out("gymnasium_front", args.quick), "")

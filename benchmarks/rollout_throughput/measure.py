@@ -21,6 +21,11 @@ samples of at least `--min-time` seconds. The JSON record (provenance, checks, p
 compile time and median/min/max throughput, target ratios at 4096 envs) is written atomically;
 records of finished measurements go to a `.partial.jsonl` beside it while the run is in
 progress, so an interrupted run keeps them.
+
+Memory floor: each jaxsim row (and the physics-only row) also records the bytes an env-step must
+move (state read and written, outputs written; `floor.step_bytes`, from traced shapes) and this
+machine's copy bandwidth, measured in the same run before and after the rows; their quotient is
+the most env-steps/s memory allows, and each figure is recorded as a fraction of it.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ from benchmarks.rollout_throughput.baseline_runners import (
     bench_torch,
 )
 from benchmarks.rollout_throughput.config import ENV_ID, ENV_IDS, Config, Measured
+from benchmarks.rollout_throughput.floor import add_floors, copy_bandwidth, merged_bandwidth
 from benchmarks.rollout_throughput.jaxsim_runners import (
     bench_jaxsim,
     bench_physics_only,
@@ -285,6 +291,9 @@ def main(argv=None) -> int:
     for env_id in cfg.envs:
         add_checks(dynamics_checks(env_id, cfg.impls))
 
+    # The memory floor's bandwidth, measured before and after the rows so load drift shows.
+    bandwidths = [copy_bandwidth(repeats=3 if cfg.quick else 7)]
+    print(f"copy bandwidth {bandwidths[0]['bytes_per_s'] / 1e9:.2f} GB/s", flush=True)
     records = []
     total = len(cfg.envs) * len(cfg.num_envs) * len(cfg.impls)
     for env_id, num_envs in itertools.product(cfg.envs, cfg.num_envs):
@@ -308,6 +317,9 @@ def main(argv=None) -> int:
                 f"  [{len(records)}/{total}] {env_id} N={num_envs:<6} {impl:<16} {note}", flush=True
             )
 
+    bandwidths.append(copy_bandwidth(repeats=3 if cfg.quick else 7))
+    bandwidth = merged_bandwidth(bandwidths)
+    add_floors(records, bandwidth["bytes_per_s"])
     targets = evaluate_targets(records)
     result = {
         "benchmark": "rollout_throughput",
@@ -320,6 +332,7 @@ def main(argv=None) -> int:
         "loadavg_1_5_15min_end": [round(x, 2) for x in os.getloadavg()],
         "wall_s": round(time.perf_counter() - started, 1),
         "checks": checks,
+        "memory_bandwidth": bandwidth,
         "targets": targets,
         "results": records,
     }
@@ -330,4 +343,5 @@ def main(argv=None) -> int:
         for name, c in checks.items()
         if not c["pass"] and not any(name.endswith(f"/{p}_dynamics") for p in PEER_CHECKS)
     ]
-    return finish(result, out, render(records, targets, cfg), failed, partial)
+    table = render(records, targets, cfg, bandwidth["bytes_per_s"])
+    return finish(result, out, table, failed, partial)

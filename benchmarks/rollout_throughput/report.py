@@ -108,6 +108,57 @@ def _generic(reason: str, env_id: str) -> str:
     return reason.replace(f"numpy-vectorized {env_id}", "numpy-vectorized env")
 
 
+# Rows that have a memory floor (benchmarks/rollout_throughput/floor.py FLOOR_MODES).
+FLOOR_IMPLS = ("jaxsim", "jaxsim_rewards", "physics_only")
+
+
+def percent(fraction: float) -> str:
+    x = 100 * fraction
+    return f"{x:.0f}%" if x >= 10 else f"{x:.1f}%" if x >= 1 else f"{x:.2f}%"
+
+
+def _bandwidth_text(r: Record) -> str:
+    bw = r.data.get("memory_bandwidth")
+    if not bw:
+        return "Memory floor: — (not recorded in this record)."
+    return (
+        f"Memory floor: the bytes an env-step must move (its state read and written, its outputs "
+        f"written; from the traced shapes) over this run's copy bandwidth, "
+        f"{bw['bytes_per_s'] / 1e9:.3g} GB/s read + written ({bw.get('method', '?')}). The "
+        "state is counted at memory speed; where a batch's state stays in cache (up to tens of "
+        "thousands of environments) a step moves less, and a figure can pass 100%."
+    )
+
+
+def _floor_rows(r: Record, env_id: str, points, ns: Sequence[int]) -> list[list[str]]:
+    """Each floor row's figure as a fraction of its memory floor, and rewards-only over the
+    compute floor (the physics-only row), at every N; "—" where the record has no floor."""
+    rows = []
+    for impl in FLOOR_IMPLS:
+        by_n = {p["num_envs"]: p for p in points if p["impl"] == impl and p["status"] == "ok"}
+        if not by_n:
+            continue
+        floors = {n: p["floor"] for n, p in by_n.items() if p.get("floor")}
+        size = next((f["bytes_per_step"]["total"] for f in floors.values()), None)
+        rows.append(
+            [
+                f"{IMPL_LABELS.get(impl, impl)} ÷ memory floor",
+                "—" if size is None else str(size),
+                *(percent(floors[n]["fraction"]) if n in floors else "—" for n in ns),
+            ]
+        )
+    compute = same_run_ratios(r, env_id, "jaxsim_rewards", "physics_only")
+    if compute:
+        rows.append(
+            [
+                f"{IMPL_LABELS['jaxsim_rewards']} ÷ compute floor (physics only)",
+                "",
+                *(percent(compute[n]["median"]) if n in compute else "—" for n in ns),
+            ]
+        )
+    return rows
+
+
 def throughput_section(r: Record, base: Path, plot: Path | None) -> str:
     cfg = r.data.get("config", {})
     points = throughput_points(r)
@@ -123,6 +174,7 @@ def throughput_section(r: Record, base: Path, plot: Path | None) -> str:
         "and EnvPool spend one step per episode on the reset (NEXT_STEP auto-reset); those "
         "steps count, as they count them.",
     ]
+    parts.append(_bandwidth_text(r))
     if plot is not None:
         parts.append(image(plot, base, f"env-steps/s vs num_envs on {r.device}"))
     notes: dict[tuple[str, str], set[str]] = {}
@@ -177,6 +229,12 @@ def throughput_section(r: Record, base: Path, plot: Path | None) -> str:
             parts.append(
                 "Same-run ratios (medians):\n\n"
                 + format_table(["ratio", *(f"N={n}" for n in ns)], ratio_rows)
+            )
+        floor_rows = _floor_rows(r, env_id, env_points, ns)
+        if floor_rows:
+            parts.append(
+                "Fraction of the floor (medians; — where the record has no floor):\n\n"
+                + format_table(["figure", "bytes/step", *(f"N={n}" for n in ns)], floor_rows)
             )
     if notes:
         lines = ["Not measured:"]

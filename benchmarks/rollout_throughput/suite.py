@@ -29,9 +29,30 @@ def args(p: Plan) -> list[str]:
     return ["--envs", "all", *impls_arg]
 
 
+# The memory floor (issue 26): optional, as records published before it lack it.
+FLOOR = (
+    ("floor.bytes_per_step.total", s.positive),
+    ("floor.steps_per_s", s.positive),
+    ("floor.fraction", s.positive),
+)
+BANDWIDTH = (("memory_bandwidth.bytes_per_s", s.positive), ("memory_bandwidth.samples", s.LIST))
+
+
 def problems(data: dict[str, Any]) -> list[str]:
     point = (("impl", s.STR), ("num_envs", s.INT), ("status", s.STR))
-    return s.points(data, point, s.TIMED, (("reason", s.STR),))
+    found = s.points(data, point, s.TIMED, (("reason", s.STR),))
+    if found:
+        return found
+    floored = [i for i, p in enumerate(data["results"]) if "floor" in p]
+    for i in floored:
+        where = f"results[{i}]"
+        found += [
+            f"{x} (impl={data['results'][i].get('impl')})"
+            for x in s.check(data["results"][i], where, FLOOR)
+        ]
+    # A floor is a figure over a bandwidth: a record with floors must say which.
+    found += s.check(data, "", BANDWIDTH, required=bool(floored))
+    return found
 
 
 SUITE = Suite(

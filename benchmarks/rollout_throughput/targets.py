@@ -6,13 +6,24 @@ from typing import Any
 
 from benchmarks.harness.formatting import format_rate, format_table
 from benchmarks.rollout_throughput.config import ENV_ID, Config
+from benchmarks.rollout_throughput.report import percent
 
 TARGET_NUM_ENVS = 4096
-# (name, numerator, denominator or None for compile seconds, bound, "min" | "max"); CartPole.
+MEMORY_FLOOR = "memory_floor"
+# (name, numerator, denominator, bound, "min" | "max"); CartPole. The denominator is another
+# row (a same-run ratio; physics_only is the compute floor), MEMORY_FLOOR (the numerator's
+# fraction of its memory floor, `floor.py`) or None (compile seconds).
 TARGETS = (
     ("jaxsim / gymnasium_numpy", "jaxsim", "gymnasium_numpy", 3.0, "min"),
     ("jaxsim / gymnax", "jaxsim", "gymnax", 4.0, "min"),
-    ("jaxsim / physics_only", "jaxsim", "physics_only", 0.5, "min"),
+    ("jaxsim of memory floor", "jaxsim", MEMORY_FLOOR, 0.6, "min"),
+    (
+        "jaxsim_rewards of compute floor (physics_only)",
+        "jaxsim_rewards",
+        "physics_only",
+        0.8,
+        "min",
+    ),
     ("jaxsim compile seconds", "jaxsim", None, 1.0, "max"),
 )
 
@@ -39,11 +50,20 @@ def evaluate_targets(records) -> list[dict[str, Any]]:
             kind: bound,
         }
         a = find(records, num, TARGET_NUM_ENVS)
-        b = find(records, den, TARGET_NUM_ENVS) if den else None
-        if a is None or (den and b is None) or (den is None and a["compile_s"] is None):
+        b = find(records, den, TARGET_NUM_ENVS) if den not in (None, MEMORY_FLOOR) else None
+        if (
+            a is None
+            or (den not in (None, MEMORY_FLOOR) and b is None)
+            or (den is None and a["compile_s"] is None)
+            or (den == MEMORY_FLOOR and "floor" not in a)
+        ):
             out.append({**row, "value": None, "pass": None, "status": "not measured"})
             continue
-        if den is None:
+        if den == MEMORY_FLOOR:
+            floor = a["floor"]["steps_per_s"]
+            value = a["floor"]["fraction"]
+            value_range = [a["steps_per_s"]["min"] / floor, a["steps_per_s"]["max"] / floor]
+        elif den is None:
             value, value_range = a["compile_s"], None
             # Wall-clock compile time grows with load from other processes; CPU time less so.
             row["first_call_cpu_s"] = a["first_call_cpu_s"]
@@ -65,8 +85,26 @@ def evaluate_targets(records) -> list[dict[str, Any]]:
     return out
 
 
-def render(records, targets, cfg: Config) -> str:
+def _floor_of(records, impl: str, num_envs: int, env_id: str) -> dict[str, Any] | None:
+    r = find(records, impl, num_envs, env_id)
+    return None if r is None else r.get("floor")
+
+
+def _floor_cell(records, impl: str, num_envs: int, env_id: str) -> str:
+    f = _floor_of(records, impl, num_envs, env_id)
+    return "–" if f is None else percent(f["fraction"])
+
+
+def _bytes(records, impl: str, env_id: str) -> str:
+    f = next((r["floor"] for r in records if r["impl"] == impl and r["env_id"] == env_id
+              and "floor" in r), None)  # fmt: skip
+    return "?" if f is None else str(f["bytes_per_step"]["total"])
+
+
+def render(records, targets, cfg: Config, bandwidth: float | None = None) -> str:
     parts = []
+    if bandwidth is not None:
+        parts.append(f"copy bandwidth (read + written): {bandwidth / 1e9:.2f} GB/s")
     for env_id in cfg.envs:
         headers = ["implementation", "compile s", *(f"N={n}" for n in cfg.num_envs)]
         rows = []
@@ -87,6 +125,11 @@ def render(records, targets, cfg: Config) -> str:
             if all(c == "skipped" for c in cells):
                 continue
             rows.append([impl, f"{max(compile_s):.2f}" if compile_s else "–", *cells])
+            floors = [_floor_cell(records, impl, n, env_id) for n in cfg.num_envs]
+            if any(c != "–" for c in floors):
+                rows.append(
+                    [f"  of memory floor ({_bytes(records, impl, env_id)} B/step)", "", *floors]
+                )
         parts.append(
             f"{env_id}, random policy: env-steps/s, median of {cfg.repeats} (compile: "
             f"jax trace+lower+compile, max over N)\n{format_table(headers, rows)}"
