@@ -382,6 +382,8 @@ def rollout(
     state = _check_state(env, state, num_envs, params, params_axes, params_sampler)
     if key is None:
         key = rng.continuation_key(state)
+    if state is not None:  # read above only: a raw env state (none) and a final_state compile once
+        state = state.replace(next_key=None)
 
     check_memory(env, policy, key, n, num_envs, outputs, params, state is not None)
 
