@@ -1,4 +1,4 @@
-"""`rollout(..., out=previous)`: a rollout written into an earlier trajectory's (donated) buffers."""
+"""`rollout(..., out=previous)`: a rollout written into an earlier trajectory's donated buffers."""
 
 from __future__ import annotations
 
@@ -91,7 +91,8 @@ def check_into(into, expected, owner: str = "rollout: out") -> None:
     for (path, buf), (_, aval) in zip(got[0], want[0], strict=True):
         if buf.shape != aval.shape or buf.dtype != aval.dtype:
             name, *rest = path  # the field's name, then the path inside extras
+            where = f"{owner}.{name.key}{jax.tree_util.keystr(tuple(rest))}"
             raise ValueError(
-                f"{owner}.{name.key}{jax.tree_util.keystr(tuple(rest))} is {buf.dtype}{list(buf.shape)}; this "
-                f"rollout writes {aval.dtype}{list(aval.shape)} there"
+                f"{where} is {buf.dtype}{list(buf.shape)}; this rollout writes "
+                f"{aval.dtype}{list(aval.shape)} there"
             )

@@ -187,7 +187,7 @@ def _sharded_draws(env, key, num_envs, sampler, mesh) -> ResetDraws:
 
 
 def _scan_rollout(
-    env, static, n, num_envs, outputs, checks, mesh, dynamic, key, params, state, into=None
+    env, static, n, num_envs, outputs, checks, mesh, dynamic, key, params, state, into
 ):
     policy_static, sampler_static = static
     policy_dynamic, sampler_dynamic = dynamic
@@ -269,11 +269,7 @@ def _split_batch_axis(mesh):
 
 
 _scan_rollout_jit = jax.jit(_scan_rollout, static_argnums=(0, 1, 2, 3, 4, 5, 6))
-# out=: XLA writes the trajectory into the donated buffers (fresh ones of 32 MB or more cost a
-# page fault per page on every call: glibc maps them anew each time).
-_scan_rollout_into_jit = jax.jit(
-    _scan_rollout, static_argnums=(0, 1, 2, 3, 4, 5, 6), donate_argnums=(11,)
-)
+_scan_rollout_into_jit = jax.jit(_scan_rollout, static_argnums=range(7), donate_argnums=11)  # out=
 
 
 # ------------------------------------------------------------------------------------- public API
@@ -352,10 +348,8 @@ def rollout(
         500 steps: give `masspole` per environment for bit equality; README), and sums over
         the batch (episode statistics) add in another order. Multi-host meshes
         (`jax.distributed`) work alike.
-      out: an earlier rollout's `Trajectory` of the same n, num_envs, outputs and policy
-        outputs, whose per-step buffers are donated: this rollout is written into them (its
-        arrays are deleted; the result equals a fresh rollout's). Scan backend only, no mesh:
-        anything else is refused before any work.
+      out: an earlier rollout's `Trajectory` (same n, num_envs, outputs, extras) whose per-step
+        buffers are donated (deleted) and written with this rollout's values; scan backend only.
 
     Returns:
       A `Trajectory` whose per-step leaves have leading shape [n, num_envs], with `final_state`.
@@ -401,7 +395,7 @@ def rollout(
     if auto:
         backend = fused.auto_backend(env, policy)
     into = None if out is None else check_out(env, out, n, num_envs, outputs, backend, auto, mesh)
-    kept = outputs if into is None else ()  # out= holds the outputs already
+    kept = outputs if into is None else ()  # out= holds the outputs already: no new memory
     check_memory(env, policy, key, n, num_envs, kept, params, state is not None)
     if backend == "fused":
         from jaxsim.fused.compile_once import KernelCompileError

@@ -1,4 +1,4 @@
-"""`rollout(..., out=previous)`: same results as a fresh rollout, written into the donated buffers."""
+"""`rollout(..., out=previous)`: a fresh rollout's results, written into the donated buffers."""
 
 import jax
 import jax.numpy as jnp
@@ -49,7 +49,9 @@ def test_out_reuses_the_buffers_and_equals_a_fresh_rollout(env_id, policy, outpu
         np.testing.assert_array_equal(np.asarray(leaf), np.asarray(want[name]), err_msg=name)
         assert leaf.unsafe_buffer_pointer() == pointers[name], f"{name} was not written in place"
         assert donated[name].is_deleted(), name
-    for a, b in zip(jax.tree.leaves(again.final_state), jax.tree.leaves(fresh.final_state)):
+    for a, b in zip(
+        jax.tree.leaves(again.final_state), jax.tree.leaves(fresh.final_state), strict=True
+    ):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
@@ -82,7 +84,9 @@ def test_bad_out_is_refused_before_any_work():
     _refused("out must be a Trajectory.*got dict", env, error=TypeError, out={})
     _refused(r"out.obs has shape \(12, 8, 4\); .*\[13, 8, \.\.\.\]", env, n=13)
     _refused(r"out.obs has shape \(12, 8, 4\); .*\[12, 4, \.\.\.\]", env, num_envs=4)
-    _refused(r"holds the per-step fields \['obs'.*outputs= keeps \['reward'", env, outputs="rewards")
+    _refused(
+        r"holds the per-step fields \['obs'.*outputs= keeps \['reward'", env, outputs="rewards"
+    )
     _refused("needs per-step outputs", env, outputs="stats", out=_stats_only(env))
     _refused("backend='fused'", env, backend="fused")
     mesh = Mesh(np.array(jax.devices()[:1], dtype=object), (jaxsim.ENV_AXIS,))
