@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import warnings
+
 import jax
 
 from jaxsim.core import Env
@@ -96,3 +99,25 @@ def check_into(into, expected, owner: str = "rollout: out") -> None:
                 f"{where} is {buf.dtype}{list(buf.shape)}; this rollout writes "
                 f"{aval.dtype}{list(aval.shape)} there"
             )
+
+
+def donating(jitted):
+    """`jitted`, raising where XLA could not write an output into a donated buffer.
+
+    JAX only warns when a donated buffer fits no output, then allocates fresh ones: out= would
+    silently not reuse. The warning comes while compiling, before anything runs, and a failed
+    compile caches nothing, so every such call raises.
+    """
+
+    @functools.wraps(jitted)
+    def run(*args):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message="Some donated buffers were not usable")
+            try:
+                return jitted(*args)
+            except UserWarning as err:
+                raise ValueError(
+                    f"rollout: out= could not be reused: {str(err).splitlines()[0]}"
+                ) from None
+
+    return run

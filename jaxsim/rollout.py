@@ -17,7 +17,7 @@ from jaxsim.core import Env
 from jaxsim.memory import check_memory
 from jaxsim.policies import OpenLoopPolicy, random_policy, split_policy_output
 from jaxsim.record_scan import record_scan
-from jaxsim.reuse import check_out
+from jaxsim.reuse import check_out, donating
 from jaxsim.spaces import Space
 from jaxsim.transition import (
     STEP_OUTPUTS,
@@ -269,7 +269,9 @@ def _split_batch_axis(mesh):
 
 
 _scan_rollout_jit = jax.jit(_scan_rollout, static_argnums=(0, 1, 2, 3, 4, 5, 6))
-_scan_rollout_into_jit = jax.jit(_scan_rollout, static_argnums=range(7), donate_argnums=11)  # out=
+_scan_rollout_into_jit = donating(
+    jax.jit(_scan_rollout, static_argnums=range(7), donate_argnums=11)
+)
 
 
 # ------------------------------------------------------------------------------------- public API

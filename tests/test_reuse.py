@@ -113,3 +113,15 @@ def test_out_dtype_mismatch_names_the_field():
 
 def _stats_only(env):
     return jaxsim.rollout(env, "random", N, num_envs=NUM_ENVS, outputs="stats")
+
+
+def test_a_donation_xla_cannot_use_is_an_error_not_a_silent_copy():
+    """JAX only warns when a donated buffer fits no output; out= must not claim reuse then."""
+    from jaxsim.reuse import donating
+
+    run = donating(jax.jit(lambda x: x.sum(), donate_argnums=0))
+    x = jnp.ones(1000)
+    for _ in range(2):  # a failed compile caches nothing: every call is refused
+        with pytest.raises(ValueError, match=r"out= could not be reused: .*float32\[1000\]"):
+            run(x)
+    assert not x.is_deleted()
