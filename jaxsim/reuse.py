@@ -36,8 +36,8 @@ def check_out(env: Env, out, n: int, num_envs: int, outputs, backend: str, auto:
             "by the partitioner, so their buffers would not be reused (leave out= off)"
         )
     kept = tuple(name for name in STEP_OUTPUTS if name in outputs)
-    # A policy without extras records extras=None whether or not outputs= kept them: whether
-    # out.extras fits is checked against the traced policy (check_into).
+    # Kept extras of a policy without any are {} (no buffer): whether out.extras fits this
+    # policy's extras is checked against the traced policy (check_into).
     held = tuple(name for name in STEP_OUTPUTS if getattr(out, name) is not None)
     if [x for x in held if x != "extras"] != [x for x in kept if x != "extras"] or (
         "extras" in held and "extras" not in kept
