@@ -125,3 +125,12 @@ def test_a_donation_xla_cannot_use_is_an_error_not_a_silent_copy():
         with pytest.raises(ValueError, match=r"out= could not be reused: .*float32\[1000\]"):
             run(x)
     assert not x.is_deleted()
+
+
+def test_the_output_reuse_benchmark_runs_and_checks_equality(tmp_path):
+    from benchmarks import output_reuse
+
+    path = tmp_path / "reuse.json"
+    argv = ["--num-envs", "8", "--steps", "6", "--repeats", "2", "--out", str(path)]
+    record = output_reuse.main(argv)
+    assert len(record["rows"]) == 2 and record["median"]["reuse_s"] > 0 and path.exists()
