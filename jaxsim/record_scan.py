@@ -20,6 +20,8 @@ import jax.extend
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsim.reuse import check_into
+
 
 def record_scan(
     body: Callable[[Any, Any], tuple[Any, Any]],
@@ -27,6 +29,7 @@ def record_scan(
     xs,
     *,
     place: Callable[[Any], Any] | None = None,
+    into=None,
 ):
     """What `jax.lax.scan(body, carry, xs)` returns, the per-step outputs written in place.
 
@@ -35,6 +38,8 @@ def record_scan(
       carry: the loop carry.
       xs: a pytree whose leaves have leading shape [n] (n >= 1), sliced at t for step t.
       place: applied to the output buffers before the loop (e.g. a sharding constraint), or None.
+      into: buffers to write the outputs into (`ys`'s structure, shapes and dtypes, checked
+        here, at trace time), e.g. an earlier call's outputs donated to this one; None: fresh.
 
     Returns:
       (carry after step n - 1, ys): ys has `y`'s structure, leaves [n, *y_leaf.shape].
@@ -49,7 +54,12 @@ def record_scan(
     step_jaxpr, (carry_shapes, y_shapes) = jax.make_jaxpr(body, return_shape=True)(carry, x0)
     run_step = jax.extend.core.jaxpr_as_fun(step_jaxpr)
     out_tree = jax.tree.structure((carry_shapes, y_shapes))
-    ys = _distinct_buffers(n, y_shapes)
+    if into is None:
+        ys = _distinct_buffers(n, y_shapes)
+    else:
+        full = jax.tree.map(lambda a: jax.ShapeDtypeStruct((n, *a.shape), a.dtype), y_shapes)
+        check_into(into, full)
+        ys = into
     if place is not None:
         ys = place(ys)
 

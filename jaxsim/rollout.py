@@ -17,6 +17,7 @@ from jaxsim.core import Env
 from jaxsim.memory import check_memory
 from jaxsim.policies import OpenLoopPolicy, random_policy, split_policy_output
 from jaxsim.record_scan import record_scan
+from jaxsim.reuse import check_out, donating
 from jaxsim.spaces import Space
 from jaxsim.transition import (
     STEP_OUTPUTS,
@@ -185,7 +186,9 @@ def _sharded_draws(env, key, num_envs, sampler, mesh) -> ResetDraws:
     )
 
 
-def _scan_rollout(env, static, n, num_envs, outputs, checks, mesh, dynamic, key, params, state):
+def _scan_rollout(
+    env, static, n, num_envs, outputs, checks, mesh, dynamic, key, params, state, into
+):
     policy_static, sampler_static = static
     policy_dynamic, sampler_dynamic = dynamic
     policy = _combine(policy_dynamic, policy_static)
@@ -249,8 +252,9 @@ def _scan_rollout(env, static, n, num_envs, outputs, checks, mesh, dynamic, key,
         return sharding.constrain(carry, mesh), out
 
     with jax.named_scope("rollout"):
+        into = None if into is None else dict(zip(fields, into, strict=True))
         carry, record = record_scan(
-            body, carry, (steps, policy_inputs), place=_split_batch_axis(mesh)
+            body, carry, (steps, policy_inputs), place=_split_batch_axis(mesh), into=into
         )
     record = sharding.constrain(record, mesh, batch_axis=1)
     per_step = {name: record.get(name) for name in STEP_OUTPUTS}
@@ -265,6 +269,9 @@ def _split_batch_axis(mesh):
 
 
 _scan_rollout_jit = jax.jit(_scan_rollout, static_argnums=(0, 1, 2, 3, 4, 5, 6))
+_scan_rollout_into_jit = donating(
+    jax.jit(_scan_rollout, static_argnums=range(7), donate_argnums=11)
+)
 
 
 # ------------------------------------------------------------------------------------- public API
@@ -283,6 +290,7 @@ def rollout(
     checks: bool = False,
     params_sampler=None,
     mesh=None,
+    out: Trajectory | None = None,
 ) -> Trajectory:
     """Steps `num_envs` copies of `env` for `n` steps under `policy`, auto-resetting.
 
@@ -342,6 +350,8 @@ def rollout(
         500 steps: give `masspole` per environment for bit equality; README), and sums over
         the batch (episode statistics) add in another order. Multi-host meshes
         (`jax.distributed`) work alike.
+      out: an earlier rollout's `Trajectory` (same n, num_envs, outputs, extras) whose per-step
+        buffers are donated (deleted) and written with this rollout's values; scan backend only.
 
     Returns:
       A `Trajectory` whose per-step leaves have leading shape [n, num_envs], with `final_state`.
@@ -385,11 +395,12 @@ def rollout(
     if state is not None:  # read above only: a raw env state (none) and a final_state compile once
         state = state.replace(next_key=None)
 
-    check_memory(env, policy, key, n, num_envs, outputs, params, state is not None)
-
     auto = backend == "auto"
     if auto:
         backend = fused.auto_backend(env, policy)
+    into = None if out is None else check_out(env, out, n, num_envs, outputs, backend, auto, mesh)
+    kept = outputs if into is None else ()  # out= holds the outputs already: no new memory
+    check_memory(env, policy, key, n, num_envs, kept, params, state is not None)
     if backend == "fused":
         from jaxsim.fused.compile_once import KernelCompileError
 
@@ -417,8 +428,9 @@ def rollout(
             sampler_dynamic, sampler_static = _partition(params_sampler)
         static = (policy_static, sampler_static)
         dynamic = (policy_dynamic, sampler_dynamic)
-        traj = _scan_rollout_jit(
-            env, static, n, num_envs, outputs, checks, mesh, dynamic, key, params, state
+        run = _scan_rollout_jit if into is None else _scan_rollout_into_jit
+        traj = run(
+            env, static, n, num_envs, outputs, checks, mesh, dynamic, key, params, state, into
         )
     if checks:
         raise_on_failure(traj.checks, env.action_space(env.default_params))

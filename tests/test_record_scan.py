@@ -48,8 +48,9 @@ def test_record_scan_rejects_ragged_xs():
         record_scan(_body, jnp.zeros(3), (jnp.arange(4), jnp.ones(5)))
 
 
-def _lax_scan_backend(body, carry, xs, place=None):
-    """The scan backend as it was: `lax.scan`'s own output buffers."""
+def _lax_scan_backend(body, carry, xs, place=None, into=None):
+    """The scan backend as it was: `lax.scan`'s own output buffers (no out=)."""
+    assert into is None
     carry, ys = jax.lax.scan(body, carry, xs)
     return carry, ys if place is None else place(ys)
 
