@@ -245,6 +245,9 @@ class Agent:
             key=key,
             params=self.env_params,
             backend=c.rollout_backend,
+            # Only what the returns need: a long time limit (MinAtar's 10k) would otherwise
+            # keep [n, eval_envs, *obs] observations.
+            outputs=("terminated", "truncated", "episode_return"),
         )
         first = jnp.argmax(traj.done, axis=0)
         return traj.episode_return[first, jnp.arange(c.eval_envs)]

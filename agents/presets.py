@@ -137,13 +137,65 @@ _SAC_MOUNTAINCAR: dict[str, Any] = dict(
     hidden=(64, 64),
 )
 
+# PPO, the native MinAtar games (MinAtar/<Game>-v0 and -v1, the original's semantics: sticky
+# actions 0.1, difficulty ramping): sized for throughput on a loaded 2-core CPU, where the
+# network's updates, not the game, take the time. A 64-64 tanh MLP on the flattened grid, 64
+# envs x 64 steps, 2 epochs of 2 minibatches, lr 5e-3 annealed. Probed on Breakout-v1 (1 seed,
+# lr constant, runs/probe*): 256-256 / 4x8 at lr 5e-4, 128-128 at 1e-3, 64-64 at 2.5e-3 and
+# 5e-3, ent_coef 0.001, gamma 0.995, 256 envs x 32 steps all sat at a training return of ~6
+# through 1-3M steps; this one was the fastest per second (up to ~80k SPS at lower load). A
+# ball-tracking heuristic scores 8.5 under sticky actions: 30 needs anticipation.
+_PPO_MINATAR: dict[str, Any] = dict(
+    total_steps=3_000_000,
+    num_envs=64,
+    num_steps=64,
+    update_epochs=2,
+    num_minibatches=2,
+    learning_rate=5e-3,
+    hidden=(64, 64),
+    log_every=40,  # a stop check (32 episodes of <= 2000 steps per seed) every 164k steps
+)
+
+# PPO, MinAtar Breakout: the above with a 5x entropy bonus (0.05), a constant learning rate and
+# 5M steps (what fits 10 minutes here). With ent_coef 0.01 the policy's entropy fell to ~0.02
+# (of log 3 = 1.1) within 300k steps and the return sat at ~6 to the end of 3M (evaluation 6.3,
+# 3 seeds, runs/minatar_ppo_breakout); at 0.05 the entropy stayed ~0.55 and one seed's training
+# return climbed past the plateau from 1.2M steps, 14 at 4M (runs/probeG, lr constant).
+_PPO_MINATAR_BREAKOUT: dict[str, Any] = dict(
+    _PPO_MINATAR, ent_coef=0.05, anneal_lr=False, total_steps=5_000_000
+)
+
+# DQN, the native MinAtar games: the gymnax/Breakout-MinAtar preset above (MinAtar's DQN sizes,
+# a 256-256 MLP, 200k steps). Not tuned on the native games.
+_DQN_MINATAR: dict[str, Any] = dict(_DQN_BREAKOUT)
+
+MINATAR_GAMES = ("Asterix", "Breakout", "Freeway", "SpaceInvaders", "Seaquest")
+MINATAR_IDS = tuple(f"MinAtar/{game}-{v}" for game in MINATAR_GAMES for v in ("v0", "v1"))
+
+# `jaxsim.make` overrides an agent's run applies to an environment (saved in its checkpoint, so
+# `agents.play` and `--resume` rebuild the same one). The original MinAtar has no time limit
+# (Freeway ends itself after 2501 steps); a deterministic evaluation runs `max_episode_steps`
+# steps and needs one, so the agents' MinAtar runs truncate at 2,000 steps (bootstrapping
+# there): beyond the episodes of the targets here (a Breakout return of 30 takes ~400 steps),
+# and as an evaluation runs all its steps, this bounds each stop check's cost. Freeway's 2501
+# changes nothing in its episodes.
+ENV_OVERRIDES: dict[str, dict[str, Any]] = {
+    env_id: {"max_episode_steps": 2501 if "Freeway" in env_id else 2000} for env_id in MINATAR_IDS
+}
+
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "ppo": {
         "CartPole-v1": _PPO_CARTPOLE,
         "Pendulum-v1": _PPO_PENDULUM,
         "gymnax/Breakout-MinAtar": _PPO_BREAKOUT,
+        **{env_id: _PPO_MINATAR for env_id in MINATAR_IDS},
+        **{f"MinAtar/Breakout-{v}": _PPO_MINATAR_BREAKOUT for v in ("v0", "v1")},
     },
-    "dqn": {"CartPole-v1": _DQN_CARTPOLE, "gymnax/Breakout-MinAtar": _DQN_BREAKOUT},
+    "dqn": {
+        "CartPole-v1": _DQN_CARTPOLE,
+        "gymnax/Breakout-MinAtar": _DQN_BREAKOUT,
+        **{env_id: _DQN_MINATAR for env_id in MINATAR_IDS},
+    },
     # rl-zoo's sac.yml Pendulum-v1 (the SACConfig defaults).
     "sac": {"Pendulum-v1": {}, "MountainCarContinuous-v0": _SAC_MOUNTAINCAR},
 }
@@ -154,13 +206,25 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
 # overrides, `--target-return none` trains the whole budget). CartPole-v1: Gymnasium's
 # reward_threshold; Pendulum-v1 has none, -200 is the usual "solved" (rl-zoo's PPO reaches ~-200).
 TARGETS: dict[str, dict[str, float]] = {
-    "ppo": {"CartPole-v1": 475.0, "Pendulum-v1": -200.0},
+    "ppo": {
+        "CartPole-v1": 475.0,
+        "Pendulum-v1": -200.0,
+        # issue 21's targets (gymnax-blines' PPO scores 28 on gymnax's Breakout, without sticky
+        # actions), for -v0 and -v1 alike.
+        **{f"MinAtar/Breakout-{v}": 30.0 for v in ("v0", "v1")},
+        **{f"MinAtar/SpaceInvaders-{v}": 100.0 for v in ("v0", "v1")},
+    },
 }
 
 
 def target_for(env_id: str, algorithm: str = "ppo") -> float | None:
     """The return at which `algorithm`'s preset for `env_id` stops, or None (train the budget)."""
     return TARGETS.get(algorithm, {}).get(env_id)
+
+
+def env_overrides_for(env_id: str) -> dict[str, Any]:
+    """The `jaxsim.make` overrides an agent's run on `env_id` applies (`ENV_OVERRIDES`)."""
+    return dict(ENV_OVERRIDES.get(env_id, {}))
 
 
 def config_for(env_id: str, algorithm: str = "ppo", **overrides):

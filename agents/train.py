@@ -36,7 +36,7 @@ from agents import logs, play
 from agents.algorithms import ALGORITHMS, agent_type
 from agents.checkpoint import load_checkpoint, save_checkpoint, sync_sidecar
 from agents.loop import run_chunks
-from agents.presets import config_for, target_for
+from agents.presets import config_for, env_overrides_for, target_for
 from agents.train_args import (
     NO_TARGET,
     build_parser,
@@ -121,7 +121,7 @@ def _prepare(parser: argparse.ArgumentParser, args: argparse.Namespace, command:
     elif target == NO_TARGET:
         target = None
     try:
-        env = jaxsim.make(args.env)
+        env = jaxsim.make(args.env, **env_overrides_for(args.env))
         config = config_for(
             args.env, args.algorithm, **config_overrides(args, agent_cls.config_type)
         )

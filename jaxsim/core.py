@@ -307,6 +307,18 @@ class Env(Generic[State, Params]):
         """
         raise NotImplementedError(f"{self.id}: this environment cannot draw itself")
 
+    @property
+    def draws_observations(self) -> bool:
+        """Whether this environment's picture is its observation alone (`draw_observation`), so
+        a `Trajectory`'s observations animate as they are (`render_gif`)."""
+        return type(self).draw_observation is not Env.draw_observation
+
+    def draw_observation(self, obs, params: Params):
+        """Hook: one environment's numpy observation (`obs_shape`) as a uint8 array
+        [height, width, 3], for an environment that shows nothing but its observation (MinAtar's
+        grid); its `draw` then draws its state's observation with it."""
+        raise NotImplementedError(f"{self.id}: this environment does not draw its observations")
+
     def state_from_obs(self, obs):
         """Hook: the states numpy observations [..., obs_dim] show (leaves [...]), where the
         observation determines the state, so a `Trajectory` can be animated; else raises."""

@@ -9,8 +9,9 @@ Drawing is numpy and Pillow work on concrete values: it never runs under `jax.ji
 state is an error that says so). Pillow is optional: `pip install 'jaxsim-rl[render]'`.
 
 What to animate: `jaxsim.rollout` records observations, not states, so `render_gif` takes
-either a `Trajectory` (its `obs`, turned back into states by `Env.state_from_obs`, for the
-environments whose observation determines the physical state it shows) or states themselves: a
+either a `Trajectory` (its `obs`, drawn as they are where the picture is the observation,
+`Env.draw_observation`, as MinAtar's grid; else turned back into states by `Env.state_from_obs`,
+for the environments whose observation determines the physical state it shows) or states: a
 list of one environment's states, or a state pytree with leaves [T, num_envs], e.g. the states
 an evaluation loop collects. A state with leaves [K] is refused: K steps of one environment and
 one step of K environments look alike, and the environment axis is never taken for time.
@@ -217,6 +218,27 @@ def _frames_states(env, trajectory_or_states, env_index: int | None) -> list:
     return [jax.tree.map(lambda leaf, t=t: leaf[t], x) for t in range(shape[0])]
 
 
+def _observation_frames(env, trajectory, env_index: int | None, params) -> list:
+    """The frames of a `Trajectory` of an environment that draws its observations
+    (`Env.draws_observations`, e.g. MinAtar): environment `env_index`'s obs [n] drawn as they are,
+    no state rebuilt."""
+    if trajectory.obs is None:
+        raise ValueError("render_gif: the Trajectory kept no obs (rollout(outputs=...))")
+    obs = _host(trajectory.obs, "obs")
+    shape = tuple(env.obs_shape)
+    if obs.ndim != 2 + len(shape) or obs.shape[2:] != shape:
+        raise ValueError(
+            f"render_gif: {env.id} Trajectory.obs must be [n, num_envs, *{shape}], got {obs.shape}"
+        )
+    index = 0 if env_index is None else env_index
+    if not 0 <= index < obs.shape[1]:
+        raise ValueError(f"render_gif: env_index={env_index} is not in [0, {obs.shape[1]})")
+    if obs.shape[0] == 0:
+        raise ValueError("render_gif: no states to draw")
+    _check_finite(env, obs, "obs")
+    return [env.draw_observation(frame, _scalars(params)) for frame in obs[:, index]]
+
+
 def _one_env_params(env, params, env_index: int | None):
     """`params` for environment `env_index`: a per-environment leaf [num_envs] is indexed."""
     params = _host(env.default_params if params is None else params, "params")
@@ -250,8 +272,8 @@ def render_gif(
       env: the drawable environment the states belong to (`env.renderable`).
       trajectory_or_states: a `jaxsim.Trajectory` (its `obs` [n, num_envs, ...] are drawn, reset
         observations included, so episodes follow one another; for environments whose
-        observation determines their state), a state pytree with leaves [T, num_envs], or a
-        list of one environment's states. Leaves [K] are refused as ambiguous.
+        observation determines their state or is their picture), a state pytree with leaves
+        [T, num_envs], or a list of one environment's states. Leaves [K] are refused as ambiguous.
       path: the .gif to write.
       env_index: which environment of [n, num_envs] to draw (default 0), and whose entries of
         per-environment params to use.
@@ -269,14 +291,23 @@ def render_gif(
     fps = fps if fps is not None else (default_fps(env) or 30)
     if not fps > 0:
         raise ValueError(f"render_gif: fps must be > 0, got {fps}")
-    states = _frames_states(env, trajectory_or_states, env_index)
-    if not states:
-        raise ValueError("render_gif: no states to draw")
-    params = _one_env_params(env, params, env_index)
+    from jaxsim.transition import Trajectory  # deferred, as in _frames_states
+
+    if isinstance(trajectory_or_states, Trajectory) and env.draws_observations:
+        params = _one_env_params(env, params, env_index)
+        images = _observation_frames(env, trajectory_or_states, env_index, params)
+    else:
+        states = _frames_states(env, trajectory_or_states, env_index)
+        if not states:
+            raise ValueError("render_gif: no states to draw")
+        params = _one_env_params(env, params, env_index)
+        images = (
+            render_frame(env, state, params, what=f"states[{t}]") for t, state in enumerate(states)
+        )
     image_cls, _ = _pil()
     frames = []
-    for t, state in enumerate(states):
-        image = image_cls.fromarray(render_frame(env, state, params, what=f"states[{t}]"))
+    for array in images:
+        image = image_cls.fromarray(array)
         if scale != 1.0:
             size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
             image = image.resize(size, image_cls.Resampling.LANCZOS)

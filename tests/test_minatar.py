@@ -11,7 +11,7 @@ import pytest
 
 import jaxsim
 from jaxsim.envs.minatar import ENVS
-from jaxsim.envs.minatar.base import cubehelix_palette
+from jaxsim.envs.minatar.base import CELL, cubehelix_palette
 from jaxsim.fused import FusedConfig
 
 minatar = pytest.importorskip("minatar")
@@ -292,7 +292,7 @@ def test_bad_input_is_named_before_any_work():
         env.step(KEY, batch, jnp.int32(0), params)
     with pytest.raises(ValueError, match=r"action must be an integer array of shape \(\)"):
         env.step(KEY, state, jnp.zeros(2, jnp.int32), params)
-    with pytest.raises(ValueError, match=r"render: state must be one environment's.*\(2, 10, 10"):
+    with pytest.raises(ValueError, match=r"state.ball_x has shape \(2,\).*one environment's"):
         env.render(batch)
 
 
@@ -321,12 +321,12 @@ def test_render_uses_the_original_colours():
         )
     env = jaxsim.make("MinAtar/Breakout-v0")
     state, obs = env.reset(KEY, env.default_params)
-    image = env.render(state, cell=4)
-    assert image.shape == (40, 40, 3) and image.dtype == np.uint8
+    image = env.render(state)
+    assert image.shape == (10 * CELL, 10 * CELL, 3) and image.dtype == np.uint8
     palette = np.round(cubehelix_palette(4) * 255).astype(np.uint8)
     # The paddle (channel 0) sits at row 9, column 4; bricks (channel 3) fill rows 1 ... 3.
-    np.testing.assert_array_equal(image[9 * 4, 4 * 4], palette[0])
-    np.testing.assert_array_equal(image[1 * 4, 0], palette[3])
+    np.testing.assert_array_equal(image[9 * CELL, 4 * CELL], palette[0])
+    np.testing.assert_array_equal(image[1 * CELL, 0], palette[3])
     np.testing.assert_array_equal(image[0, 0], [0, 0, 0])
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import ClassVar
 
@@ -118,21 +119,42 @@ class MinAtarEnv(Env):
         n = len(self.minimal_actions) if self.config.minimal_action_set else grid.NUM_ACTIONS
         return Discrete(n)
 
-    def render(self, state, params=None, cell: int = 16) -> np.ndarray:
-        """One environment's board as uint8 [10 * cell, 10 * cell, 3] in the original's colours
-        (its `rgb_array`: black background, each channel one cubehelix colour, the highest
-        channel on top), on the host."""
-        leaves = jax.tree.leaves(state)
-        if any(isinstance(x, jax.core.Tracer) for x in leaves):
-            raise TypeError(f"{self.id}.render: draws concrete states on the host, not under jit")
-        params = self.default_params if params is None else params
-        obs = np.asarray(self.observe(state, params))  # [10, 10, C]; [B, 10, 10, C] for a batch
+    # -- drawing (`jaxsim.rendering`): the grid is all there is to see ---------------------------
+    # The original's GUI shows a frame for 50 ms (`display_state(time=50)`).
+    render_fps = 20
+
+    def draw(self, state, params) -> np.ndarray:
+        """One environment's board as uint8 [160, 160, 3] in the original's colours: its
+        observation drawn by `draw_observation` (`env.render` calls this, checked)."""
+        # `render` hands over Python scalars; the grid code wants the state's own dtypes back.
+        state = jax.tree.map(lambda leaf, t: np.asarray(leaf, t.dtype), state, _template(self))
+        return self.draw_observation(np.asarray(_observe(self, state, params)), params)
+
+    def draw_observation(self, obs, params) -> np.ndarray:
+        """A [10, 10, C] observation as the original's `rgb_array` colours it (black background,
+        each channel one cubehelix colour, the highest channel on top), CELL pixels a cell."""
+        obs = np.asarray(obs)
         if obs.shape != self.obs_shape:
             raise ValueError(
-                f"{self.id}.render: state must be one environment's, got observation shape "
-                f"{obs.shape} (expected {self.obs_shape})"
+                f"{self.id}: draws one environment's observation of shape {self.obs_shape}, got "
+                f"{obs.shape}"
             )
-        return draw_grid(obs, cell)
+        return draw_grid(obs, CELL)
+
+
+# Pixels per grid cell in a drawn frame (the original's `rgb_array` is one pixel a cell).
+CELL = 16
+
+
+@functools.cache
+def _template(env):
+    return jax.eval_shape(env.init_state, env.reset_draw_shapes(), env.default_params)
+
+
+# One compiled observation per environment (envs hash by config), not hundreds of eager ops a frame.
+@functools.partial(jax.jit, static_argnums=0)
+def _observe(env, state, params):
+    return env.observe(state, params)
 
 
 def cubehelix_palette(n: int) -> np.ndarray:
