@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from benchmarks.harness.registry import SUITES, record_problems
+from benchmarks.harness.report.records import Record
 from benchmarks.harness.suite import Plan
 from benchmarks.minatar import loops
 from benchmarks.minatar import measure as minatar
@@ -33,6 +34,8 @@ def test_tiny_run_writes_a_valid_record(tmp_path):
     assert set(targets) == {"jaxsim / gymnax", "jaxsim / original"}
     assert targets["jaxsim / gymnax"]["min"] == 3.0 and targets["jaxsim / original"]["min"] == 100
     assert all(t["status"] in ("pass", "fail") and t["value"] > 0 for t in targets.values())
+    text = SUITES["minatar"].section(Record(out, record), tmp_path, None)
+    assert "| Breakout" in text and "jaxsim / original" in text and "| adapter" not in text
 
 
 def test_check_outputs_rejects_cells_other_than_0_and_1():
@@ -52,6 +55,7 @@ def test_smoke_plan_is_tiny_and_follows_the_baselines():
     smoke = args(Plan("smoke", frozenset({"gymnax"}), on_gpu=False))
     assert smoke[:2] == ["--impls", "gymnax,adapter"] and "--num-envs" in smoke
     assert args(Plan("quick", frozenset(), on_gpu=False)) == ["--impls", "none", "--quick"]
+    assert args(Plan("full", frozenset(), on_gpu=True)) == ["--impls", "fused"]
 
 
 def test_bad_arguments_name_the_flag():

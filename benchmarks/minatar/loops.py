@@ -60,12 +60,17 @@ def _chained(step_call: Callable, carry) -> Callable[[], Any]:
     return call
 
 
-def jaxsim_loop(env_id: str, num_envs: int, steps: int) -> Callable[[], Any]:
-    """`jaxsim.rollout(jaxsim.make(env_id), ...)` on the scan backend, keeping observations,
-    chained through `final_state`: the public call, its checks included. Serves the native games
-    and the gymnax adapter ("gymnax/<id>") alike."""
+def jaxsim_loop(env_id: str, num_envs: int, steps: int, backend="scan") -> Callable[[], Any]:
+    """`jaxsim.rollout(jaxsim.make(env_id), ...)` on `backend`, keeping observations, chained
+    through `final_state`: the public call, its checks included. Serves the native games (scan
+    or fused) and the gymnax adapter ("gymnax/<id>", scan) alike. The fused kernel runs only
+    jaxsim's own policies: there the random policy is `jaxsim.random_policy` (counter-based
+    uniform actions), elsewhere `discrete_policy`, as in gymnax's loop."""
     env = jaxsim.make(env_id)
-    policy = discrete_policy(env.action_space(env.default_params).n)
+    if backend == "fused":
+        policy = jaxsim.random_policy(env)
+    else:
+        policy = discrete_policy(env.action_space(env.default_params).n)
     keys = jax.random.split(jax.random.key(0), num_envs)
     state, _ = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(keys, env.default_params)
     # gymnax's Freeway resets `pos` weakly typed where its step gives int32: fixed types keep
@@ -75,7 +80,7 @@ def jaxsim_loop(env_id: str, num_envs: int, steps: int) -> Callable[[], Any]:
     def step_call(state, key):
         traj = jaxsim.rollout(
             env, policy, steps, num_envs=num_envs, key=key, state=state, outputs=KEPT,
-            backend="scan",
+            backend=backend,
         )  # fmt: skip
         return traj.final_state, (traj.obs, traj.reward, traj.terminated | traj.truncated)
 

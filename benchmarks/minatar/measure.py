@@ -11,6 +11,7 @@ Per game, at N environments, random uniform actions, every step's observation ke
   "terminated", "truncated"))` on the scan backend, chained through `final_state`;
 - gymnax: gymnax's `<Game>-MinAtar` in its own jit(scan(vmap(env.step))), observations kept;
 - adapter: `jaxsim.make("gymnax/<Game>-MinAtar")` through the same `jaxsim.rollout` call;
+- fused (when asked; for a GPU): the native game through the same call on the fused backend;
 - original: the `minatar` package's `MinAtar/<Game>-v0` in Gymnasium's SyncVectorEnv (Python
   objects stepped one by one: env-steps/s barely depends on the vector's size, so a smaller
   vector, `--original-envs`, measures the same rate in less time).
@@ -39,9 +40,11 @@ from benchmarks.harness.record import default_out, finish
 from benchmarks.harness.timing import time_fn, time_interleaved
 from benchmarks.minatar import loops
 
-IMPLS = ("gymnax", "adapter", "original")
+IMPLS = ("gymnax", "adapter", "original", "fused")
+CPU_IMPLS = IMPLS[:3]  # the fused kernel runs in Pallas interpret mode on a CPU: tests only
 # jaxsim's native game over each other loop, env-steps/s: what the issue asks (None: recorded).
-TARGETS = {"gymnax": 3.0, "adapter": None, "original": 100.0}
+# "fused" is the native game on the fused backend: its ratio is recorded as fused over scan.
+TARGETS = {"gymnax": 3.0, "adapter": None, "original": 100.0, "fused": None}
 PACKAGES = ("gymnax", "gymnasium", "minatar")
 
 
@@ -90,6 +93,7 @@ def jax_points(game: str, args) -> list[dict[str, Any]]:
         "jaxsim": (native, lambda: loops.jaxsim_loop(native, n, steps)),
         "gymnax": (gymnax_id, lambda: loops.gymnax_loop(gymnax_id, n, steps)),
         "adapter": (adapter, lambda: loops.jaxsim_loop(adapter, n, steps)),
+        "fused": (native, lambda: loops.jaxsim_loop(native, n, steps, backend="fused")),
     }
     calls, points = {}, []
     for impl, (env_id, make) in makers.items():
@@ -137,11 +141,14 @@ def ratios(points) -> list[dict[str, Any]]:
         if impl != "original":  # same steps per call, samples taken in turn
             a, b = mine["timing"]["samples_s"], theirs["timing"]["samples_s"]
             paired = statistics.median(y / x for x, y in zip(a, b, strict=True))
+        name = f"jaxsim / {impl}"
+        if impl == "fused":  # the kernel over the scan loop
+            name, value, paired = "fused / scan", 1 / value, paired and 1 / paired
         need = TARGETS[impl]
         status = "info" if need is None else ("pass" if value >= need else "fail")
         targets.append(
             {
-                "name": f"jaxsim / {impl}",
+                "name": name,
                 "game": game,
                 "env_id": mine["env_id"],
                 "num_envs": mine["num_envs"],
@@ -199,7 +206,7 @@ def parse_args(argv):
     p.add_argument(
         "--games", type=name_list(tuple(loops.GAMES), "game"), default=tuple(loops.GAMES)
     )
-    p.add_argument("--impls", type=_impls, default=IMPLS, help=f"of {IMPLS}, or none")
+    p.add_argument("--impls", type=_impls, default=CPU_IMPLS, help=f"of {IMPLS}, or none")
     p.add_argument("--num-envs", type=int, default=4096, help="N of the JAX loops")
     p.add_argument("--steps", type=int, default=None, help="steps per call of the JAX loops")
     p.add_argument("--repeats", type=int, default=None)

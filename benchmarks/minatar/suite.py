@@ -14,6 +14,7 @@ def args(p: Plan) -> list[str]:
     # package is stepped through Gymnasium's SyncVectorEnv.
     impls = ["gymnax", "adapter"] if "gymnax" in p.baselines else []
     impls += ["original"] if "gymnasium_sync" in p.baselines else []
+    impls += ["fused"] if p.on_gpu else []  # on a CPU the kernel is interpreted: tests only
     selected = ["--impls", ",".join(impls) or "none"]
     if p.mode == "smoke":
         return [*selected, *("--games Breakout --num-envs 8 --steps 4 --repeats 1 "
