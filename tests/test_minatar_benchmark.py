@@ -48,6 +48,7 @@ def test_check_outputs_rejects_cells_other_than_0_and_1():
         loops.check_outputs("x", (obs, np.full((2, 3), np.nan), good[2]), 2, 3, 4)
     with pytest.raises(AssertionError, match="shape"):
         loops.check_outputs("x", good, 2, 3, 7)
+    assert loops.check_outputs("x", (None, *good[1:]), 2, 3, 4)["obs_shape"] is None
 
 
 def test_smoke_plan_is_tiny_and_follows_the_baselines():

@@ -60,12 +60,15 @@ def _chained(step_call: Callable, carry) -> Callable[[], Any]:
     return call
 
 
-def jaxsim_loop(env_id: str, num_envs: int, steps: int, backend="scan") -> Callable[[], Any]:
+def jaxsim_loop(
+    env_id: str, num_envs: int, steps: int, backend="scan", keep_obs=True
+) -> Callable[[], Any]:
     """`jaxsim.rollout(jaxsim.make(env_id), ...)` on `backend`, keeping observations, chained
     through `final_state`: the public call, its checks included. Serves the native games (scan
     or fused) and the gymnax adapter ("gymnax/<id>", scan) alike. The fused kernel runs only
     jaxsim's own policies: there the random policy is `jaxsim.random_policy` (counter-based
-    uniform actions), elsewhere `discrete_policy`, as in gymnax's loop."""
+    uniform actions), elsewhere `discrete_policy`, as in gymnax's loop. Without `keep_obs`
+    the call returns None for the observations and keeps rewards and flags only."""
     env = jaxsim.make(env_id)
     if backend == "fused":
         policy = jaxsim.random_policy(env)
@@ -79,17 +82,18 @@ def jaxsim_loop(env_id: str, num_envs: int, steps: int, backend="scan") -> Calla
 
     def step_call(state, key):
         traj = jaxsim.rollout(
-            env, policy, steps, num_envs=num_envs, key=key, state=state, outputs=KEPT,
-            backend=backend,
+            env, policy, steps, num_envs=num_envs, key=key, state=state,
+            outputs=KEPT if keep_obs else "rewards", backend=backend,
         )  # fmt: skip
         return traj.final_state, (traj.obs, traj.reward, traj.terminated | traj.truncated)
 
     return _chained(step_call, state)
 
 
-def gymnax_loop(name: str, num_envs: int, steps: int) -> Callable[[], Any]:
+def gymnax_loop(name: str, num_envs: int, steps: int, keep_obs=True) -> Callable[[], Any]:
     """gymnax's own loop: jit(scan(vmap(env.step))) with a key per environment per step, its
-    observations kept; its `step` computes a reset inside every step and selects."""
+    observations kept (or, without `keep_obs`, None); its `step` computes a reset inside every
+    step and selects."""
     gymnax = require("gymnax")
     env, params = gymnax.make(name)
     policy = discrete_policy(env.action_space(params).n)
@@ -105,7 +109,8 @@ def gymnax_loop(name: str, num_envs: int, steps: int) -> Callable[[], Any]:
             obs, state, reward, terminated, truncated, _ = jax.vmap(
                 env.step, in_axes=(0, 0, 0, None)
             )(step_keys, state, policy(k_act, obs), params)
-            return (obs, state, key), (obs, reward, terminated | truncated)
+            kept = obs if keep_obs else None
+            return (obs, state, key), (kept, reward, terminated | truncated)
 
         (obs, state, _), out = jax.lax.scan(body, (*carry, key), None, length=steps)
         return (obs, state), out
@@ -139,23 +144,26 @@ def original_loop(gym_id: str, num_envs: int, steps: int) -> Callable[[], Any]:
 
 def check_outputs(name: str, out, steps: int, num_envs: int, channels: int) -> dict[str, Any]:
     """Raises AssertionError naming `name` unless `out` is (obs [steps, N, 10, 10, C] of 0/1
-    cells, finite rewards [steps, N], done flags [steps, N]); returns what was seen."""
-    obs, reward, done = (np.asarray(x) for x in out)
+    cells or None where not kept, finite rewards [steps, N], done flags [steps, N]); returns
+    what was seen."""
+    reward, done = (np.asarray(x) for x in out[1:])
+    if reward.shape != (steps, num_envs) or not np.isfinite(reward).all():
+        raise AssertionError(f"{name}: rewards {reward.shape} not finite, or not [steps, N]")
+    if done.shape != (steps, num_envs):
+        raise AssertionError(f"{name}: done flags of shape {done.shape}, expected [steps, N]")
+    seen = {
+        "pass": True,
+        "reward_per_step": float(reward.mean()),
+        "episodes_ended": int(done.sum()),
+    }
+    if out[0] is None:
+        return seen | {"obs_shape": None}
+    obs = np.asarray(out[0])
     want = (steps, num_envs, 10, 10, channels)
     if obs.shape != want:
         raise AssertionError(f"{name}: observations of shape {obs.shape}, expected {want}")
     values = np.unique(obs.astype(np.float32))
     if not np.isin(values, (0.0, 1.0)).all():
         raise AssertionError(f"{name}: observation cells other than 0 and 1: {values[:8]}")
-    if reward.shape != (steps, num_envs) or not np.isfinite(reward).all():
-        raise AssertionError(f"{name}: rewards {reward.shape} not finite, or not [steps, N]")
-    if done.shape != (steps, num_envs):
-        raise AssertionError(f"{name}: done flags of shape {done.shape}, expected [steps, N]")
-    return {
-        "pass": True,
-        "obs_shape": list(obs.shape),
-        "obs_dtype": str(obs.dtype),
-        "cells_on": float(obs.astype(np.float32).mean()),
-        "reward_per_step": float(reward.mean()),
-        "episodes_ended": int(done.sum()),
-    }
+    cells_on = float(obs.astype(np.float32).mean())
+    return seen | {"obs_shape": list(obs.shape), "obs_dtype": str(obs.dtype), "cells_on": cells_on}

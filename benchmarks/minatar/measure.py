@@ -5,6 +5,7 @@ Usage:
   python -m benchmarks.minatar                    # 5 games, N = 4096, 64 steps per call
   python -m benchmarks.minatar --quick            # 32 steps per call, 3 repeats
   python -m benchmarks.minatar --games Breakout,Freeway --impls gymnax --repeats 7 --out x.json
+  python -m benchmarks.minatar --rewards-only     # the JAX loops keep no observations
 
 Per game, at N environments, random uniform actions, every step's observation kept:
 - jaxsim: `jaxsim.rollout(jaxsim.make("MinAtar/<Game>-v0"), ..., outputs=("obs", "reward",
@@ -87,13 +88,13 @@ def _failed(game, impl, env_id, num_envs, error: Exception) -> dict[str, Any]:
 def jax_points(game: str, args) -> list[dict[str, Any]]:
     """jaxsim's native game and the selected JAX loops beside it, interleaved."""
     native, gymnax_id, _, channels = loops.GAMES[game]
-    n, steps = args.num_envs, args.steps
+    n, steps, obs = args.num_envs, args.steps, not args.rewards_only
     adapter = f"gymnax/{gymnax_id}"
     makers = {
-        "jaxsim": (native, lambda: loops.jaxsim_loop(native, n, steps)),
-        "gymnax": (gymnax_id, lambda: loops.gymnax_loop(gymnax_id, n, steps)),
-        "adapter": (adapter, lambda: loops.jaxsim_loop(adapter, n, steps)),
-        "fused": (native, lambda: loops.jaxsim_loop(native, n, steps, backend="fused")),
+        "jaxsim": (native, lambda: loops.jaxsim_loop(native, n, steps, keep_obs=obs)),
+        "gymnax": (gymnax_id, lambda: loops.gymnax_loop(gymnax_id, n, steps, keep_obs=obs)),
+        "adapter": (adapter, lambda: loops.jaxsim_loop(adapter, n, steps, keep_obs=obs)),
+        "fused": (native, lambda: loops.jaxsim_loop(native, n, steps, "fused", keep_obs=obs)),
     }
     calls, points = {}, []
     for impl, (env_id, make) in makers.items():
@@ -210,6 +211,11 @@ def parse_args(argv):
     p.add_argument("--num-envs", type=int, default=4096, help="N of the JAX loops")
     p.add_argument("--steps", type=int, default=None, help="steps per call of the JAX loops")
     p.add_argument("--repeats", type=int, default=None)
+    p.add_argument(
+        "--rewards-only",
+        action="store_true",
+        help="the JAX loops keep rewards and flags, not observations (where the time goes)",
+    )
     p.add_argument("--min-time", type=float, default=0.0, help="seconds per sample, at least")
     p.add_argument("--original-envs", type=int, default=None, help="the SyncVectorEnv's size")
     p.add_argument("--original-steps", type=int, default=None, help="vector steps per call")
@@ -250,10 +256,12 @@ def main(argv=None) -> int:
     record = {
         "benchmark": "minatar",
         "quick": args.quick,
+        "observations_kept": not args.rewards_only,
         "provenance": provenance(PACKAGES),
         "config": {k: v for k, v in vars(args).items() if k != "out"} | {"out": str(args.out)},
         "note": (
-            "env-steps/s, median of repeats, random policy, observations kept: jaxsim's native "
+            "env-steps/s, median of repeats, random policy, observations "
+            f"{'not ' * args.rewards_only}kept: jaxsim's native "
             "MinAtar game (scan backend) beside gymnax's own jit(scan(vmap(step))) and jaxsim's "
             "gymnax adapter (interleaved, same N and steps per call) and the original minatar "
             "package in Gymnasium's SyncVectorEnv"
