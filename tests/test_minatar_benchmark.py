@@ -64,3 +64,21 @@ def test_bad_arguments_name_the_flag():
         minatar.parse_args(["--games", "Pong"])
     with pytest.raises(SystemExit):
         minatar.parse_args(["--num-envs", "0"])
+
+
+def test_sizes_traffic_model_counts_each_games_grid():
+    from benchmarks.fusion_sizes.measure import MINATAR_IDS, minatar_traffic
+
+    rows = {r["env_id"]: r for r in minatar_traffic("all", 8, (4,), 16)}
+    assert set(rows) == set(MINATAR_IDS)
+    for env_id, r in rows.items():
+        cells = 4 * 100 * r["channels"]  # float32 [10, 10, C]
+        m = r["model"]
+        # obs and next_obs, and the action, reward and flags' few bytes
+        assert 2 * cells < m["output_bytes_per_step"] <= 2 * cells + 32, env_id
+        assert m["scan_bytes_per_step"] > m["output_bytes_per_step"]
+        # the kernel's packed words, written and read back: 2 x 40 C per kept grid
+        fused = m["fused_bytes_per_step"][4]
+        assert fused > 2 * cells + 2 * 2 * 40 * r["channels"]
+    rewards = minatar_traffic("rewards", 8, (4,), 16)
+    assert all(r["model"]["output_bytes_per_step"] == 6 for r in rewards)
