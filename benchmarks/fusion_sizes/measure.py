@@ -94,13 +94,15 @@ MINATAR_IDS = (
 )
 
 
-def minatar_traffic(outputs: str, n: int, ks, block: int) -> list[dict[str, Any]]:
+def minatar_traffic(
+    outputs: str, n: int, ks, block: int, env_ids=MINATAR_IDS
+) -> list[dict[str, Any]]:
     """`traffic_model` of each MinAtar game, from shapes only (nothing runs). The kernel writes
     a grid as its packed row words (10 C float32 columns, `jaxsim.envs.minatar._grid.words`),
     which XLA then reads and unpacks into the [10, 10, C] float32 cells outside it: per kept
     grid, the fused figure adds those 2 x 40 C bytes to the cells' 400 C."""
     rows = []
-    for env_id in MINATAR_IDS:
+    for env_id in env_ids:
         env = jaxsim.make(env_id)
         model = traffic_model(env, outputs, n, ks, block)
         grids = len(kept_obs(outputs))
