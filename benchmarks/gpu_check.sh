@@ -4,8 +4,8 @@
 # Usage: benchmarks/gpu_check.sh OUT_DIR
 #
 # Needs only what the GPU machine has (python3 with jax, flax, optax, numpy; no gymnasium, and
-# jaxsim need not be installed: the repository root goes on PYTHONPATH). Runs in under 11 minutes
-# (170 + 150 + 90 + 70 + 90 + 50 s of hard timeouts; start-up comes on top):
+# jaxsim need not be installed: the repository root goes on PYTHONPATH). Runs in under 12 minutes
+# (170 + 150 + 90 + 70 + 90 + 50 + 75 s of hard timeouts; start-up comes on top):
 # each phase has a hard timeout. Writes into OUT_DIR:
 #   environment.json  python, jax and device
 #   gpu_tests.json    per-test outcome of `pytest -m gpu tests/test_fused.py` (from JUnit XML);
@@ -22,6 +22,9 @@
 #   scaling.json      `benchmarks.scaling`: CartPole rollouts with the batch (2^20 envs) split over
 #                     a mesh of 1..all devices against mesh=None, scan and fused backends (the
 #                     fused one runs its kernel per shard under shard_map)
+#   minatar.json      `benchmarks.minatar --impls fused`: Breakout, Freeway, Asterix at 65536 envs,
+#                     observations kept, scan loop and fused kernel timed in turn; read it
+#                     against the MinAtar rows of fusion_sizes.json's traffic model
 #   *.log             the console output of each phase
 # Suggested OUT_DIR: runs/gpu_<device>/; `python -m benchmarks report --publish --results
 # runs/gpu_<device>` publishes it as benchmarks/results/gpu_<device>/, where the report finds it.
@@ -110,6 +113,13 @@ timeout 90 "$py" -m benchmarks.fusion_sizes --sizes 1024,256,16,1 --budget-s 55 
 # mesh=None). --steps 64 equals the check's length, so the check's compile is reused.
 timeout 50 "$py" -m benchmarks.scaling --quick --backends scan,fused --steps 64 \
     --num-envs 1048576 --out "$out/scaling.json" 2>&1 | tee "$out/scaling.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+# 7. MinAtar natively (issue 21): three games' scan loop beside the fused kernel, both
+# keeping observations; no gymnax or original here (the CPU's minatar suite has them).
+timeout 75 "$py" -m benchmarks.minatar --impls fused --games Breakout,Freeway,Asterix \
+    --num-envs 65536 --steps 32 --repeats 3 \
+    --out "$out/minatar.json" 2>&1 | tee "$out/minatar.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 exit "$status"

@@ -51,7 +51,7 @@ def test_smoke_run_in_a_clone_writes_under_runs_and_changes_no_tracked_file(tmp_
         ["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True
     )
     assert status.stdout == "", status.stdout  # nothing tracked changed, nothing new unignored
-    assert "[5/8] breakdown: ok" in proc.stdout  # the progress display
+    assert "[5/9] breakdown: ok" in proc.stdout  # the progress display
     (out,) = (clone / "runs" / "bench").iterdir()
     assert f"report: {out / 'RESULTS.md'}" in proc.stdout
     assert "| jaxsim (scan)" in proc.stdout  # the summary table
@@ -66,6 +66,7 @@ def test_smoke_run_in_a_clone_writes_under_runs_and_changes_no_tracked_file(tmp_
         "breakdown": "ok",
         "scaling": "ok",
         "adapters": "ok",
+        "minatar": "ok",
     }
     for name in registry.runnable():
         record = json.loads((out / by_suite[name]["record"]).read_text())

@@ -39,7 +39,7 @@ import jax
 import jaxsim
 from benchmarks.fusion import measure as fusion
 from benchmarks.fusion.traffic import H200_BANDWIDTH, env_bytes, kernel_bytes_per_step, step_bytes
-from benchmarks.fusion_sizes.report import PUBLISHED, plot_sizes, sizes_table
+from benchmarks.fusion_sizes.report import PUBLISHED, minatar_table, plot_sizes, sizes_table
 from benchmarks.harness.arguments import int_list, name_list
 from benchmarks.harness.formatting import format_rate
 from benchmarks.harness.paths import RUNS_DIR
@@ -82,6 +82,50 @@ def traffic_model(env, outputs: str, n: int, ks, block: int) -> dict[str, Any]:
         "predicted_h200_steps_per_s": {"scan": bw / scan, **{k: bw / b for k, b in fused.items()}},
         "predicted_ratio": {k: scan / b for k, b in fused.items()},
     }
+
+
+# The MinAtar games (issue 21): native, kernel-capable, their observations grids of 0/1 cells.
+MINATAR_IDS = (
+    "MinAtar/Breakout-v0",
+    "MinAtar/Asterix-v0",
+    "MinAtar/Freeway-v0",
+    "MinAtar/SpaceInvaders-v0",
+    "MinAtar/Seaquest-v0",
+)
+
+
+def minatar_traffic(
+    outputs: str, n: int, ks, block: int, env_ids=MINATAR_IDS
+) -> list[dict[str, Any]]:
+    """`traffic_model` of each MinAtar game, from shapes only (nothing runs). The kernel writes
+    a grid as its packed row words (10 C float32 columns, `jaxsim.envs.minatar._grid.words`),
+    which XLA then reads and unpacks into the [10, 10, C] float32 cells outside it: per kept
+    grid, the fused figure adds those 2 x 40 C bytes to the cells' 400 C."""
+    rows = []
+    for env_id in env_ids:
+        env = jaxsim.make(env_id)
+        model = traffic_model(env, outputs, n, ks, block)
+        grids = len(kept_obs(outputs))
+        words = 2 * 4 * 10 * env.num_channels * grids
+        model["fused_bytes_per_step"] = {
+            k: b + words for k, b in model["fused_bytes_per_step"].items()
+        }
+        fused = model["fused_bytes_per_step"]
+        scan, bw = model["scan_bytes_per_step"], H200_BANDWIDTH
+        model["predicted_h200_steps_per_s"] = {
+            "scan": bw / scan,
+            **{k: bw / b for k, b in fused.items()},
+        }
+        model["predicted_ratio"] = {k: scan / b for k, b in fused.items()}
+        rows.append(
+            {"env_id": env_id, "channels": env.num_channels, "outputs": outputs, "model": model}
+        )
+    return rows
+
+
+def kept_obs(outputs: str) -> tuple[str, ...]:
+    """The grid-valued fields an output selection keeps."""
+    return {"all": ("obs", "next_obs")}.get(outputs, ())
 
 
 # -------------------------------------------------------------------------------------- the run
@@ -136,6 +180,9 @@ def parse_args(argv=None):
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--min-time", type=float, default=0.2, help="seconds per sample")
     p.add_argument("--budget-s", type=float, default=math.inf, help="start no point after this")
+    p.add_argument(
+        "--no-minatar", action="store_true", help="leave out the MinAtar games' traffic model"
+    )
     p.add_argument("--out", type=Path, default=None, help="JSON output path (PNG beside it)")
     a = p.parse_args(argv)
     if a.repeats < 3:
@@ -161,6 +208,11 @@ def main(argv=None) -> int:
         for outputs in args.outputs:
             rows.append(run_size(size, outputs, args, on_gpu, started))
             append_jsonl(partial, rows[-1])
+    minatar = []
+    if not args.no_minatar:  # shapes only: seconds of tracing, nothing runs
+        block = block_envs(1, args.block_envs, args.max_block_elems)
+        for outputs in args.outputs:
+            minatar += minatar_traffic(outputs, args.steps, args.k, block)
     config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     result = {
         "benchmark": "fusion_sizes",
@@ -174,6 +226,7 @@ def main(argv=None) -> int:
         "config": config,
         "wall_s": round(time.perf_counter() - started, 1),
         "rows": rows,
+        "minatar_traffic": minatar,
     }
     try:
         png = plot_sizes(result, args.out.with_suffix(".png"))
@@ -182,4 +235,5 @@ def main(argv=None) -> int:
     failed = [r["num_particles"] for r in rows if not r["check"].get("pass")]
     failed += [r["num_particles"] for r in rows for p in r["points"] if p["status"] == "failed"]
     failed = [f"N={n}" for n in sorted(set(failed))]
-    return finish(result, args.out, sizes_table(rows), failed, partial, png)
+    table = sizes_table(rows) + ("\n\n" + minatar_table(minatar) if minatar else "")
+    return finish(result, args.out, table, failed, partial, png)

@@ -32,6 +32,23 @@ def sizes_table(rows) -> str:
     return format_table(headers, table)
 
 
+def minatar_table(rows) -> str:
+    """One row per (MinAtar game, outputs): bytes per env-step and the predicted fused/scan."""
+    table = []
+    for r in rows:
+        m = r["model"]
+        fused = m["fused_bytes_per_step"]
+        best = max(fused, key=lambda k: m["predicted_ratio"][k])
+        table.append([
+            r["env_id"], r["channels"], m["state_bytes_per_env"], r["outputs"],
+            m["output_bytes_per_step"], f"{m['scan_bytes_per_step']:.0f}",
+            f"{fused[best]:.1f} (K={best})", f"{m['predicted_ratio'][best]:.2f}x",
+        ])  # fmt: skip
+    headers = ["game", "C", "state B", "outputs", "written B/step", "scan B/step", "fused B/step",
+               "model x"]  # fmt: skip
+    return format_table(headers, table)
+
+
 def plot_sizes(result: dict[str, Any], path: Path) -> Path:
     """Predicted and measured fused/scan against state bytes per environment (matplotlib)."""
     plt = pyplot()
@@ -87,6 +104,13 @@ def sizes_section(r: Record, base: Path, plot: Path | None) -> str:
         f"{PUBLISHED['largest']:g}x as the simulator's traffic grows (arXiv 2207.07736). {kind}"
     )
     parts.append(sizes_table(d["rows"]))
+    if d.get("minatar_traffic"):
+        parts.append(
+            "The MinAtar games' bytes per env-step under the same model (shapes only; a kept "
+            "grid is 400 C bytes of float32 cells, which the kernel writes as 40 C bytes of "
+            "packed row words that XLA then unpacks):"
+        )
+        parts.append(minatar_table(d["minatar_traffic"]))
     if plot is not None:
         parts.append(image(plot, base, f"fusion vs simulator size on {r.device}"))
     return "\n\n".join(parts)

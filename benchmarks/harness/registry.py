@@ -26,7 +26,7 @@ BASELINES = {
     "gymnasium_async": ("Gymnasium AsyncVectorEnv", "gymnasium", "throughput"),
     "gymnasium_numpy": ("Gymnasium numpy-vectorized CartPole", "gymnasium", "throughput"),
     "envpool": ("EnvPool", "envpool", "throughput"),
-    "gymnax": ("gymnax", "gymnax", "throughput, adapters"),
+    "gymnax": ("gymnax", "gymnax", "throughput, adapters, minatar"),
     "brax": ("brax's own jit(scan(step)) loop, its auto-reset", "brax", "adapters"),
     "torch": ("eager-PyTorch vectorized CartPole", "torch", "throughput"),
     "sb3": ("Stable-Baselines3 PPO", "stable-baselines3", "ppo"),
@@ -42,6 +42,7 @@ PACKAGES = (
     "benchmarks.offpolicy",
     "benchmarks.offpolicy_solve",
     "benchmarks.adapters",
+    "benchmarks.minatar",
     "benchmarks.scaling",
 )
 
