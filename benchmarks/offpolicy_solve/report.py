@@ -15,6 +15,7 @@ from benchmarks.harness.formatting import (
 )
 from benchmarks.harness.report.markdown import provenance_block
 from benchmarks.harness.report.records import Record
+from benchmarks.harness.solved import RULE, rejected_note, solved_cell
 
 # A speedup that is a lower bound (SB3 short of the return) under the target decides nothing.
 UNDECIDED = "undecided, SB3 short of the return"
@@ -26,12 +27,12 @@ def solve_section(r: Record, base: Path, plot: Path | None = None) -> str:
     if d.get("quick"):
         parts.append("**`--quick` record: one seed a side and 5-episode evaluations.**")
     parts.append(
-        "Training wall-clock per seed until a deterministic evaluation (mean of the episodes "
-        "shown, per seed, at the same cadence in env steps on both sides) reaches the return; "
-        "evaluations excluded. jaxsim: the `agents.train` preset, every seed at once, its run "
-        "divided by the seeds, compile included (and shown apart). Stable-Baselines3: "
-        "rl-baselines3-zoo's settings and budget on Gymnasium's environment, one seed at a time "
-        f"(torch threads: {d.get('sb3_torch_threads', '–')})."
+        "Training wall-clock per seed until a seed is solved, evaluations excluded. A stop "
+        "check (a deterministic evaluation, mean of the episodes shown, per seed, at the same "
+        f"cadence in env steps on both sides) and the rule: {RULE}. jaxsim: the `agents.train` "
+        "preset, every seed at once, its run divided by the seeds, compile included (and shown "
+        "apart). Stable-Baselines3: rl-baselines3-zoo's settings and budget on Gymnasium's "
+        f"environment, one seed at a time (torch threads: {d.get('sb3_torch_threads', '–')})."
     )
     rows = []
     for algorithm, case in d["cases"].items():
@@ -40,7 +41,7 @@ def solve_section(r: Record, base: Path, plot: Path | None = None) -> str:
         rows.append(
             [
                 f"jaxsim {name}",
-                f"{jx['seeds_reached']}/{jx['seeds']}",
+                solved_cell(jx, "per_seed_steps_to_return"),
                 format_mean_std(jx.get("per_seed_steps_to_return") or [], "{:,.0f}"),
                 format_seconds(jx["train_wall_s_per_seed"]),
                 format_seconds(jx["compile_s_per_seed"]),
@@ -60,9 +61,17 @@ def solve_section(r: Record, base: Path, plot: Path | None = None) -> str:
                 "–",
             ]
         )
-    headers = ["run", "seeds reached", "env steps to return", "train s / seed", "compile s / seed"]
+    headers = ["run", "seeds solved", "env steps to solved", "train s / seed", "compile s / seed"]
     parts.append(format_table(headers, rows))
     parts.extend(_finding(algorithm, case) for algorithm, case in d["cases"].items())
+    for algorithm, case in d["cases"].items():
+        name = f"{algorithm.upper()} {case['env']}"
+        notes = [rejected_note(f"jaxsim {name}", case["jaxsim"].get("rejected_checks") or [])]
+        notes += [
+            rejected_note(f"SB3 {name} seed {x['seed']}", x.get("rejected_checks") or [])
+            for x in case["sb3"].get("runs", [])
+        ]
+        parts.extend(n for n in notes if n)
     return "\n\n".join(parts)
 
 

@@ -14,6 +14,7 @@ from benchmarks.harness.formatting import (
 from benchmarks.harness.report.markdown import image, link, provenance_block
 from benchmarks.harness.report.plots import pyplot, save
 from benchmarks.harness.report.records import Record
+from benchmarks.harness.solved import RULE, rejected_note, solved_cell
 
 
 def ppo_section(r: Record, base: Path, plot: Path | None) -> str:
@@ -30,7 +31,7 @@ def ppo_section(r: Record, base: Path, plot: Path | None) -> str:
                 f"jaxsim PPO, {env_id}",
                 j["seeds"],
                 j["target"],
-                f"{sum(s is not None for s in per_seed)}/{j['seeds']}",
+                solved_cell(j, "per_seed_steps_to_target"),
                 format_mean_std(per_seed, "{:,.0f}"),
                 format_seconds(j.get("wall_s_to_target")),
                 format_seconds(j.get("train_wall_s_to_target")),
@@ -47,7 +48,7 @@ def ppo_section(r: Record, base: Path, plot: Path | None) -> str:
                 "SB3 PPO (reference), CartPole-v1",
                 len(runs),
                 475.0,
-                f"{sb3['seeds_reached']}/{len(runs)}",
+                solved_cell(_sb3_solved(runs), "steps"),
                 format_mean_std([x["steps_to_target"] for x in runs], "{:,.0f}"),
                 format_mean_std([x["wall_s_to_target"] for x in runs], "{:.1f}"),
                 format_mean_std([x["train_wall_s_to_target"] for x in runs], "{:.1f}"),
@@ -62,8 +63,8 @@ def ppo_section(r: Record, base: Path, plot: Path | None) -> str:
         "run",
         "seeds",
         "target",
-        "reached",
-        "env-steps to target (per seed)",
+        "solved",
+        "env-steps to solved (per seed)",
         "wall s to target",
         "train wall s",
         "of which compile s",
@@ -73,9 +74,16 @@ def ppo_section(r: Record, base: Path, plot: Path | None) -> str:
     parts.append(
         "Evaluation return of the deterministic policy; jaxsim trains its seeds at once "
         "(`jit(vmap(train))`), so its wall-clock times are for all seeds together, SB3's per "
-        "seed (mean ± std over seeds). Train wall excludes evaluation, includes compile.\n\n"
-        + format_table(headers, rows)
+        "seed (mean ± std over seeds). Train wall excludes evaluation, includes compile. "
+        f"Solved: {RULE}.\n\n" + format_table(headers, rows)
     )
+    notes = [rejected_note(f"jaxsim {env_id}", j.get("rejected_checks") or [])
+             for env_id, j in d.get("jaxsim", {}).items()]  # fmt: skip
+    notes += [
+        rejected_note(f"SB3 seed {x['seed']}", x.get("rejected_checks") or [])
+        for x in sb3.get("runs") or []
+    ]
+    parts.extend(n for n in notes if n)
     if sb3.get("library"):
         parts.append(f"SB3: {sb3['library']}, {sb3.get('hyperparameters', '')}.")
     elif sb3.get("skipped"):
@@ -101,6 +109,12 @@ def ppo_section(r: Record, base: Path, plot: Path | None) -> str:
         if plot is not None:
             parts.append(image(plot, base, "learning curves"))
     return "\n\n".join(parts)
+
+
+def _sb3_solved(runs: list[dict]) -> dict:
+    """SB3's runs as `solved_cell` reads a run: per seed solved (None before the rule)."""
+    flags = [x["solved"] for x in runs] if all("solved" in x for x in runs) else None
+    return {"solved_per_seed": flags, "steps": [x["steps_to_target"] for x in runs]}
 
 
 def ppo_summary(r: Record) -> str | None:
