@@ -46,6 +46,9 @@ def test_sb3_learns_until_an_evaluation_reaches_the_return():
     # A return every policy reaches: the first evaluation stops the run.
     run = offpolicy_sb3.learn_to_return("sac", "Pendulum-v1", 0, -math.inf, 200, 1)
     assert run["reached"] and run["steps_to_return"] == 200 and run["steps_done"] == 200
+    # Confirmed by 32 deterministic episodes on an env seeded apart before it stopped.
+    assert run["confirm_episodes"] == 32 and run["confirm_return"] < 0
+    assert run["curve"][0]["solved"] and run["rejected_checks"] == []
     assert len(run["curve"]) == 1 and 0 < run["train_wall_s_to_return"] <= run["train_wall_s_total"]
     # One no policy reaches: evaluated every 200 steps over rl-zoo's whole budget would be slow,
     # so the budget is cut for the test.
@@ -66,6 +69,11 @@ def test_jaxsim_side_stops_when_every_seed_has_reached_and_divides_by_the_seeds(
     # Every return of CartPole is >= 1 > -1: both seeds reach at the first evaluation.
     assert jx["reached"] and jx["seeds_reached"] == 2 and len(jx["curve"]) == 1
     assert jx["per_seed_steps_to_return"] == [80, 80] == [jx["steps_done_per_seed"]] * 2
+    # Solved means solved: the train command's loop confirmed both seeds with an independent
+    # evaluation of >= 32 episodes, whose returns the record keeps.
+    assert jx["solved_per_seed"] == [True, True] and jx["rejected_checks"] == []
+    assert all(r >= 1 for r in jx["confirm_return_per_seed"])
+    assert jx["curve"][0]["confirm_per_seed"] == jx["confirm_return_per_seed"]
     assert jx["train_wall_s_per_seed"] == pytest.approx(jx["train_wall_s"] / 2)
     assert 0 < jx["compile_s"] < jx["train_wall_s"]  # compiled inside the timed calls
     assert all(r >= 1 for r in jx["curve"][0]["per_seed"])
@@ -109,6 +117,10 @@ def _solve_record(sb3_reached=True):
                 "seeds": 3,
                 "seeds_reached": 3,
                 "per_seed_steps_to_return": [4000] * 3,
+                "solved_per_seed": [True] * 3,
+                "rejected_checks": [
+                    {"seed": 1, "step": 2000, "check_return": target + 5, "confirm_return": 0.0}
+                ],
                 "train_wall_s_per_seed": jaxsim_s,
                 "compile_s_per_seed": 1.0,
                 "config": {},
@@ -167,6 +179,13 @@ def test_report_shows_the_off_policy_time_to_solve(tmp_path, capsys):
     )
     assert "SAC Pendulum-v1 to -200: SB3 ÷ jaxsim per seed = **2x**" in section
     assert "(target >= 3x: not met)" in section
+    # The rule is stated, and a check its independent evaluation did not confirm is shown.
+    assert "an independent deterministic evaluation (>= 32 episodes" in section
+    assert (
+        "jaxsim DQN CartPole-v1: 1 stop check(s) at the target were not confirmed by the "
+        "independent evaluation, so training went on (seed 1 at 2,000 steps: check 480.0, "
+        "confirmation 0.0)." in section
+    )
     row = next(x for x in md.splitlines() if x.startswith("| Off-policy training (SAC, TD3)"))
     assert "jaxsim one-jit, training time to solve per seed: DQN CartPole-v1 **8x**; SAC " in row
     # SB3 short of the return: its time is a lower bound, and the report says so.

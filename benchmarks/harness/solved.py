@@ -124,3 +124,19 @@ def rejected_in(curve: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
         for p in curve
         if p.get("solved") is False
     ]
+
+
+def under_rule(runs: list[dict[str, Any]], marker: str = "solved_per_seed") -> bool:
+    """Whether records' runs were judged by the rule (they carry `marker`); older ones were
+    judged by their stop check alone."""
+    return bool(runs) and all(marker in r for r in runs)
+
+
+def rule_sentence(judged_by_rule: bool) -> str:
+    """What "solved" means in a report section of records judged (or not) by the rule."""
+    if judged_by_rule:
+        return f"Solved: {RULE}."
+    return (
+        "Solved: by the stop check alone (records from before a seed had to be confirmed by an "
+        "independent evaluation; rerun the suite to judge them by agents.loop.confirmed)."
+    )

@@ -134,9 +134,11 @@ def learn_jaxsim(
 
 
 def _training_compile_s(watch: CompileWatcher) -> float:
-    """Compile seconds of what training time counts: init and the loop, not the evaluations
-    (their compile is in the checks' time, which is taken out)."""
-    return sum(v for k, v in watch.by_function.items() if "evaluate" not in k)
+    """Compile seconds of what training time counts: init and the loop, not the checks' (their
+    evaluations and the fold_in of their keys, `agents.loop.check_keys`, compile in the checks'
+    time, which is taken out)."""
+    checks = ("evaluate", "fold_in")
+    return sum(v for k, v in watch.by_function.items() if not any(c in k for c in checks))
 
 
 def sb3_side(algorithm: str, seeds: int, eval_every: int, episodes: int) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from benchmarks.harness.formatting import (
 )
 from benchmarks.harness.report.markdown import provenance_block
 from benchmarks.harness.report.records import Record
-from benchmarks.harness.solved import RULE, rejected_note, solved_cell
+from benchmarks.harness.solved import rejected_note, rule_sentence, solved_cell, under_rule
 
 # A speedup that is a lower bound (SB3 short of the return) under the target decides nothing.
 UNDECIDED = "undecided, SB3 short of the return"
@@ -26,13 +26,15 @@ def solve_section(r: Record, base: Path, plot: Path | None = None) -> str:
     parts = [f"### Off-policy time-to-solve: {r.device}", provenance_block(r, base)]
     if d.get("quick"):
         parts.append("**`--quick` record: one seed a side and 5-episode evaluations.**")
+    judged = under_rule([case["jaxsim"] for case in d["cases"].values()])
     parts.append(
-        "Training wall-clock per seed until a seed is solved, evaluations excluded. A stop "
-        "check (a deterministic evaluation, mean of the episodes shown, per seed, at the same "
-        f"cadence in env steps on both sides) and the rule: {RULE}. jaxsim: the `agents.train` "
+        "Training wall-clock per seed until a seed is solved, evaluations excluded: a stop "
+        "check is a deterministic evaluation (mean of the episodes shown, per seed, at the same "
+        "cadence in env steps on both sides). jaxsim: the `agents.train` "
         "preset, every seed at once, its run divided by the seeds, compile included (and shown "
         "apart). Stable-Baselines3: rl-baselines3-zoo's settings and budget on Gymnasium's "
-        f"environment, one seed at a time (torch threads: {d.get('sb3_torch_threads', '–')})."
+        f"environment, one seed at a time (torch threads: {d.get('sb3_torch_threads', '–')}). "
+        + rule_sentence(judged)
     )
     rows = []
     for algorithm, case in d["cases"].items():
@@ -54,7 +56,8 @@ def solve_section(r: Record, base: Path, plot: Path | None = None) -> str:
         rows.append(
             [
                 f"SB3 {name}",
-                f"{sb3['seeds_reached']}/{sb3['seeds']}",
+                f"{sb3['seeds_reached']}/{sb3['seeds']}"
+                + ("" if under_rule(runs, "confirm_episodes") else " (stop check only)"),
                 format_mean_std([x["steps_to_return"] for x in runs], "{:,.0f}"),
                 ("≥ " if sb3.get("lower_bound") else "")
                 + format_seconds(sb3["train_wall_s_per_seed"]),

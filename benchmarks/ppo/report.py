@@ -14,7 +14,7 @@ from benchmarks.harness.formatting import (
 from benchmarks.harness.report.markdown import image, link, provenance_block
 from benchmarks.harness.report.plots import pyplot, save
 from benchmarks.harness.report.records import Record
-from benchmarks.harness.solved import RULE, rejected_note, solved_cell
+from benchmarks.harness.solved import rejected_note, rule_sentence, solved_cell, under_rule
 
 
 def ppo_section(r: Record, base: Path, plot: Path | None) -> str:
@@ -75,7 +75,9 @@ def ppo_section(r: Record, base: Path, plot: Path | None) -> str:
         "Evaluation return of the deterministic policy; jaxsim trains its seeds at once "
         "(`jit(vmap(train))`), so its wall-clock times are for all seeds together, SB3's per "
         "seed (mean ± std over seeds). Train wall excludes evaluation, includes compile. "
-        f"Solved: {RULE}.\n\n" + format_table(headers, rows)
+        + rule_sentence(under_rule(list(d.get("jaxsim", {}).values())))
+        + "\n\n"
+        + format_table(headers, rows)
     )
     notes = [rejected_note(f"jaxsim {env_id}", j.get("rejected_checks") or [])
              for env_id, j in d.get("jaxsim", {}).items()]  # fmt: skip
