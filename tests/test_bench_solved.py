@@ -95,9 +95,7 @@ class _Evaluations:
 
 @needs_sb3
 @pytest.mark.parametrize(("confirm", "stops"), [(400.0, False), (480.0, True)])
-def test_sb3_stops_only_on_a_check_the_independent_evaluation_confirms(
-    monkeypatch, confirm, stops
-):
+def test_sb3_stops_only_on_a_check_the_independent_evaluation_confirms(monkeypatch, confirm, stops):
     from stable_baselines3.common import evaluation
 
     from benchmarks.ppo_sb3 import eval_until_return
