@@ -268,3 +268,22 @@ def test_a_broken_solve_record_is_named_as_one_not_as_an_offpolicy_record(tmp_pa
     (results / "offpolicy_solve_cpu2_h.json").write_text('{"cases": ')  # torn
     md, err = _report(results, tmp_path, capsys)
     assert "`offpolicy_solve_cpu2_h.json` is invalid" in md.split("## Off-policy time to solve")[1]
+
+
+def test_the_dqn_preset_has_rl_zoos_numbers_so_the_speed_ratio_compares_systems():
+    from agents.presets import config_for, target_for
+
+    # The preset solves within SB3's rl-zoo budget at rl-zoo's numbers, stopping at 475.
+    config = config_for("CartPole-v1", "dqn")
+    assert offpolicy_solve.rl_zoo_differences("dqn", "CartPole-v1", config) == {}
+    assert target_for("CartPole-v1", "dqn") == 475.0
+    other = config_for("CartPole-v1", "dqn", learning_rate=1e-3, gradient_steps=64)
+    assert offpolicy_solve.rl_zoo_differences("dqn", "CartPole-v1", other) == {
+        "learning_rate": [2.3e-3, 1e-3],
+        "gradient_steps_per_env_step": [0.5, 0.25],
+    }
+    jx = {"per_seed_steps_to_return": [20_000, 30_000], "sps_excluding_compile": 3000.0,
+          "preset_vs_rl_zoo": {}}  # fmt: skip
+    sb3 = {"mean_sps_whole_loop": 500.0, "runs": [{"steps_to_return": 25_000}]}
+    split = offpolicy_solve.speed_and_steps(jx, sb3)
+    assert split["system_speed_ratio"] == 6.0 and split["steps_ratio"] == 1.0

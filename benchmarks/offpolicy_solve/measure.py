@@ -45,7 +45,13 @@ from benchmarks.harness.provenance import machine_tag, provenance
 from benchmarks.harness.record import append_jsonl, finish
 from benchmarks.harness.solved import Confirmations
 from benchmarks.harness.timing import CompileWatcher
-from benchmarks.offpolicy_sb3 import learn_to_return, sb3_missing, sb3_versions, set_torch_threads
+from benchmarks.offpolicy_sb3 import (
+    RL_ZOO,
+    learn_to_return,
+    sb3_missing,
+    sb3_versions,
+    set_torch_threads,
+)
 from benchmarks.offpolicy_solve.report import UNDECIDED
 from benchmarks.ppo_sb3 import TARGETS
 from jaxsim.files import finite_json
@@ -127,10 +133,43 @@ def learn_jaxsim(
         "steps_done_per_seed": end["step"],
         "budget_steps_per_seed": config.num_updates * config.steps_per_update,
         "sps_whole_loop": end["step"] * seeds / end["train_wall_s"],
+        "sps_excluding_compile": end["step"] * seeds / (end["train_wall_s"] - end["compile_s"]),
+        "preset_vs_rl_zoo": rl_zoo_differences(algorithm, env_id, config),
         # Stop checks and the independent evaluations confirming them, compiles included.
         "eval_s": checks["wall_s"],
         "curve": curve,
     }
+
+
+# rl-zoo's (SB3's) names -> jaxsim config fields that mean the same, per algorithm.
+_ZOO_FIELDS = {
+    "dqn": {"learning_rate": "learning_rate", "batch_size": "batch_size",
+            "buffer_size": "buffer_size", "learning_starts": "learning_starts",
+            "gamma": "gamma", "exploration_fraction": "exploration_fraction",
+            "exploration_final_eps": "end_e", "n_timesteps": "total_steps"},
+    "sac": {"learning_rate": "learning_rate", "n_timesteps": "total_steps"},
+}  # fmt: skip
+
+
+def rl_zoo_differences(algorithm: str, env_id: str, config) -> dict[str, list] | None:
+    """{field: [rl-zoo's, jaxsim's]} where jaxsim's config departs from rl-zoo's settings for
+    the case (its network and gradient steps per env step included); None: no rl-zoo entry."""
+    zoo = RL_ZOO.get((algorithm, env_id))
+    if zoo is None:
+        return None
+    found = {
+        k: [zoo[k], getattr(config, f)]
+        for k, f in _ZOO_FIELDS[algorithm].items()
+        if k in zoo and zoo[k] != getattr(config, f)
+    }
+    if "net_arch" in zoo and tuple(zoo["net_arch"]) != tuple(config.hidden):
+        found["net_arch"] = [zoo["net_arch"], list(config.hidden)]
+    if "train_freq" in zoo:
+        per_step = config.gradient_steps / (config.num_envs * config.num_steps)
+        if zoo["gradient_steps"] / zoo["train_freq"] != per_step:
+            found["gradient_steps_per_env_step"] = [zoo["gradient_steps"] / zoo["train_freq"],
+                                                    per_step]  # fmt: skip
+    return found
 
 
 def _training_compile_s(watch: CompileWatcher) -> float:
@@ -157,6 +196,7 @@ def sb3_side(algorithm: str, seeds: int, eval_every: int, episodes: int) -> dict
         "hyperparameters": f"rl-baselines3-zoo hyperparams/{algorithm}.yml {env_id}",
         "seeds": seeds,
         "seeds_reached": sum(r["reached"] for r in runs),
+        "mean_sps_whole_loop": statistics.mean(r["sps_whole_loop"] for r in runs),
         "train_wall_s_per_seed": statistics.mean(walls),
         "lower_bound": not all(r["reached"] for r in runs),
         "train_cpu_s_per_seed": statistics.mean(cpus) if len(cpus) == seeds else None,
@@ -194,6 +234,27 @@ def compare(jx: dict[str, Any], sb3: dict[str, Any]) -> dict[str, Any]:
         "target_met": True
         if speedup >= SPEEDUP_TARGET
         else (None if sb3["lower_bound"] else False),
+        **speed_and_steps(jx, sb3),
+    }
+
+
+def speed_and_steps(jx: dict[str, Any], sb3: dict[str, Any]) -> dict[str, Any]:
+    """Time to solve = env steps to solve / env-steps per second: the two factors of the
+    speedup apart, system speed (whole training loop, compile excluded) and sample efficiency
+    (SB3's mean steps to solve over jaxsim's)."""
+    ours = [s for s in jx.get("per_seed_steps_to_return") or [] if s]
+    theirs = [r["steps_to_return"] for r in sb3.get("runs") or [] if r.get("steps_to_return")]
+    sps, sb3_sps = jx.get("sps_excluding_compile"), sb3.get("mean_sps_whole_loop")
+    return {
+        "jaxsim_sps_excluding_compile": sps,
+        "sb3_sps_whole_loop": sb3_sps,
+        "system_speed_ratio": sps / sb3_sps if sps and sb3_sps else None,
+        "jaxsim_mean_steps_to_solve": statistics.mean(ours) if ours else None,
+        "sb3_mean_steps_to_solve": statistics.mean(theirs) if theirs else None,
+        "steps_ratio": statistics.mean(theirs) / statistics.mean(ours) if ours and theirs else None,
+        # Where jaxsim's preset departs from rl-zoo's numbers SB3 runs with (none: the speed
+        # ratio compares the two systems at the same hyperparameters).
+        "preset_vs_rl_zoo": jx.get("preset_vs_rl_zoo"),
     }
 
 

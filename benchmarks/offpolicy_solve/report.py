@@ -90,6 +90,12 @@ def _finding(algorithm: str, case: dict[str, Any]) -> str:
         f"{format_ratio(cmp.get('speedup_excluding_jaxsim_compile'))} without it "
         f"(target {cmp['target']}: {format_verdict(cmp['target_met'], UNDECIDED)})"
     )
+    if cmp.get("system_speed_ratio") and cmp.get("steps_ratio"):
+        text += (
+            f"; its factors: system speed (training env-steps/s, compile excluded) jaxsim ÷ SB3 "
+            f"= {format_ratio(cmp['system_speed_ratio'])}, env steps to solve SB3 ÷ jaxsim = "
+            f"{format_ratio(cmp['steps_ratio'])}{_preset_note(cmp.get('preset_vs_rl_zoo'))}"
+        )
     if sb3.get("lower_bound"):
         text += (
             f"; SB3 did not reach the return in {sb3['seeds'] - sb3['seeds_reached']} of its "
@@ -97,6 +103,15 @@ def _finding(algorithm: str, case: dict[str, Any]) -> str:
             "budget's time stands for those"
         )
     return text + "."
+
+
+def _preset_note(differs: dict[str, list] | None) -> str:
+    if differs is None:
+        return ""
+    if not differs:
+        return " (jaxsim's preset has rl-zoo's numbers)"
+    shown = ", ".join(f"{k} {v[1]} for {v[0]}" for k, v in differs.items())
+    return f" (jaxsim's preset departs from rl-zoo's: {shown})"
 
 
 def solve_summary(r: Record) -> str:
