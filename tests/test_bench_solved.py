@@ -37,6 +37,7 @@ def test_confirmations_keep_what_confirmed_each_seed_and_every_rejected_check():
         {"seed": 0, "step": 2048, "check_return": 480.0, "confirm_return": 430.0}
     ]
     assert f">= {MIN_EPISODES} episodes" in fields["solved_rule"]
+    assert solved.MIN_EPISODES == MIN_EPISODES  # the reports' copy, kept jax-free
 
 
 def test_judge_needs_both_evaluations_and_enough_episodes():

@@ -14,7 +14,13 @@ from benchmarks.harness.formatting import (
 from benchmarks.harness.report.markdown import image, link, provenance_block
 from benchmarks.harness.report.plots import pyplot, save
 from benchmarks.harness.report.records import Record
-from benchmarks.harness.solved import rejected_note, rule_sentence, solved_cell, under_rule
+from benchmarks.harness.solved import (
+    MIN_EPISODES,
+    rejected_note,
+    rule_sentence,
+    solved_cell,
+    under_rule,
+)
 
 
 def ppo_section(r: Record, base: Path, plot: Path | None) -> str:
@@ -126,8 +132,14 @@ def ppo_summary(r: Record) -> str | None:
         return None
     if j.get("per_seed_train_wall_s_to_target") is None:  # a record from before per-seed times
         return None
+    solved = (
+        f"every seed's stop check and an independent evaluation of >= {MIN_EPISODES} episodes "
+        f">= {j['target']:g}"
+        if "solved_per_seed" in j
+        else f"every seed's deterministic evaluation >= {j['target']:g}"
+    )
     text = (
-        f"PPO to a solved CartPole-v1 (every seed's deterministic evaluation >= {j['target']:g}; "
+        f"PPO to a solved CartPole-v1 ({solved}; "
         f"{r.device}, {r.mode} run): jaxsim {j['per_seed_train_wall_s_to_target']:.2f} s per "
         f"seed cold, {j['warm_per_seed_train_wall_s_to_target']:.2f} s warm ({j['seeds']} seeds "
         f"at once; the loop's cold compile {j['compile_s_training_loop']:.1f} s)"
