@@ -350,6 +350,12 @@ def summary(record: dict[str, Any]) -> str:
                 f"{cmp['speedup_excluding_jaxsim_compile'] or float('nan'):.2f}x without "
                 f"(target {cmp['target']}: {format_verdict(cmp['target_met'], UNDECIDED)})"
             )
+            if cmp.get("system_speed_ratio") and cmp.get("steps_ratio"):
+                lines.append(
+                    f"  factors: env-steps/s jaxsim / SB3 {cmp['system_speed_ratio']:.2f}x "
+                    f"(compile excluded), steps to solve SB3 / jaxsim {cmp['steps_ratio']:.2f}x; "
+                    f"preset vs rl-zoo: {cmp['preset_vs_rl_zoo']}"
+                )
         else:
             lines.append(f"{algorithm.upper()}: {cmp.get('skipped') or cmp.get('reason')}")
     headers = ["run", "reached", "steps to return", "train wall / seed", "compile / seed"]
