@@ -267,7 +267,9 @@ def test_command_end_to_end_with_resume(tmp_path, capsys, monkeypatch):
     flags = ["dqn", "--env", "CartPole-v1", "--seeds", "2", "--total-steps", "256", "--num-envs",
              "2", "--num-steps", "16", "--learning-starts", "32", "--batch-size", "16",
              "--gradient-steps", "4", "--hidden", "8", "--eval-envs", "2", "--log-every", "2",
-             "--checkpoint-every", "4", "--no-plot"]  # fmt: skip
+             "--checkpoint-every", "4", "--no-plot",
+             "--target-return", "none"]  # fmt: skip
+    # --target-return none: the whole budget, no stop checks (the preset stops at 475).
     out = tmp_path / "run"
     summary = train.main([*flags, "--out", str(out)])
     printed = capsys.readouterr().out
