@@ -20,8 +20,10 @@ import statistics
 import time
 from typing import Any
 
+from agents.loop import MIN_EPISODES
 from benchmarks.harness.optional import install_hint
-from benchmarks.ppo_sb3 import SB3_CARTPOLE, eval_until_return, first_reach, sb3_cartpole_ppo
+from benchmarks.harness.solved import CONFIRM_SEED_OFFSET, first_solved, rejected_in
+from benchmarks.ppo_sb3 import SB3_CARTPOLE, eval_until_return, sb3_cartpole_ppo
 
 # rl-baselines3-zoo hyperparameters (github.com/DLR-RM/rl-baselines3-zoo), by (algorithm, env).
 # SB3's defaults fill what a file leaves out; n_timesteps is rl-zoo's training budget.
@@ -251,7 +253,9 @@ def learn_to_return(
 ) -> dict:
     """SB3's `algorithm` trained (rl-zoo settings and budget) with an EvalCallback-style
     deterministic evaluation of `episodes` episodes every `eval_every` env steps, stopping once
-    one reaches `target`. Evaluation time (wall and CPU) is taken out of the training times."""
+    one reaches `target` and an independent deterministic evaluation confirms it
+    (`agents.loop.MIN_EPISODES` episodes on an env seeded apart: `eval_until_return`).
+    Evaluation time (wall and CPU, both evaluations) is taken out of the training times."""
     import gymnasium as gym
     from stable_baselines3.common.monitor import Monitor
 
@@ -260,18 +264,25 @@ def learn_to_return(
     model = make_model(algorithm, make_env(env_id, h["n_envs"], seed), seed)
     eval_env = Monitor(gym.make(env_id))
     eval_env.reset(seed=10_000 + seed)
-    callback = eval_until_return(eval_env, eval_every, episodes, target, (t_start, cpu_start))
+    confirm_env = Monitor(gym.make(env_id))
+    confirm_env.reset(seed=CONFIRM_SEED_OFFSET + seed)
+    started = (t_start, cpu_start)
+    callback = eval_until_return(eval_env, eval_every, episodes, target, started, confirm_env)
     model.learn(total_timesteps=h["n_timesteps"], callback=callback)
     state = callback.state
     train_wall = time.perf_counter() - t_start - state["eval_s"]
     curve = state["curve"]
-    reached = first_reach(curve, target)
+    reached = first_solved(curve)
     best = max(curve, key=lambda p: p["mean_return"]) if curve else None
     return {
         "seed": seed,
         "loadavg_1min_after": os.getloadavg()[0],
         "torch_threads": _torch_threads(),
+        # Solved by the rule: its check and the independent evaluation reached the target.
         "reached": reached is not None,
+        "confirm_return": None if reached is None else reached["confirm_return"],
+        "confirm_episodes": MIN_EPISODES,
+        "rejected_checks": rejected_in(curve, seed),
         "steps_to_return": None if reached is None else reached["step"],
         "train_wall_s_to_return": None if reached is None else reached["train_wall_s"],
         "train_cpu_s_to_return": None if reached is None else reached["train_cpu_s"],

@@ -1,8 +1,11 @@
 """The Stable-Baselines3 side of `benchmarks.ppo`: PPO with rl-zoo's CartPole settings to a target.
 
 "Solved" is judged as for jaxsim (`agents.loop`): every `eval_every` env steps, `episodes`
-deterministic episodes, one on each of `episodes` vectorised environments, and a stop once their
-mean return reaches the target (SB3 keeps that model, as StopTrainingOnRewardThreshold does).
+deterministic episodes, one on each of `episodes` vectorised environments (the stop check); when
+their mean return reaches the target, the model is evaluated again, deterministically, for
+`agents.loop.MIN_EPISODES` episodes on environments seeded apart from the check's, and training
+stops only if that mean reaches it too (`agents.loop.confirmed`; SB3 keeps that model, as
+StopTrainingOnRewardThreshold does). Both evaluations' time is taken out of training time.
 `python -m benchmarks.ppo_sb3 --seed 0 --out r.json` trains one seed as a whole process (what
 `benchmarks.ppo.process` times). SB3 and torch are optional (`pip install -e ".[baselines]"`);
 without them the baseline is recorded as skipped with the reason.
@@ -14,8 +17,10 @@ import os
 import statistics
 import time
 
+from agents.loop import MIN_EPISODES
 from agents.presets import TARGETS as _PRESET_TARGETS
 from benchmarks.harness.optional import install_hint
+from benchmarks.harness.solved import CONFIRM_SEED_OFFSET, RULE, first_solved, judge, rejected_in
 
 TARGETS = _PRESET_TARGETS["ppo"]  # where the train command stops: "solved" on both sides
 # rl-baselines3-zoo's hyperparams/ppo.yml, CartPole-v1 (lin_x: linear decay from x to 0).
@@ -31,13 +36,6 @@ SB3_CARTPOLE = dict(
     learning_rate=1e-3,
     clip_range=0.2,
 )
-
-
-def first_reach(curve, target, key="mean_return"):
-    for point in curve:
-        if point[key] is not None and point[key] >= target:
-            return point
-    return None
 
 
 def sb3_cartpole_ppo(env, seed: int):
@@ -62,17 +60,24 @@ def sb3_cartpole_ppo(env, seed: int):
     )
 
 
-def eval_until_return(eval_env, every: int, episodes: int, target: float, started):
+def eval_until_return(
+    eval_env, every: int, episodes: int, target: float, started, confirm_env=None
+):
     """An SB3 callback, EvalCallback-style: `episodes` deterministic evaluation episodes every
-    `every` env steps, stopping training once their mean reaches `target`.
+    `every` env steps (the stop check); one that reaches `target` is confirmed by
+    `agents.loop.MIN_EPISODES` deterministic episodes on `confirm_env` (an env seeded apart from
+    `eval_env`), and training stops only if both reach it (`benchmarks.harness.solved.judge`).
 
     `started` is (wall, CPU) at the start of training; each point of `callback.state["curve"]`
-    has the step, the mean and std return, and the wall and CPU training time so far with the
-    evaluations' own time taken out (`state["eval_s"]`, `state["eval_cpu_s"]`).
+    has the step, the mean and std return, for a check at the target the confirmation's mean
+    return and whether it solved the seed, and the wall and CPU training time so far with both
+    evaluations' time taken out (`state["eval_s"]`, `state["eval_cpu_s"]`).
     """
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.evaluation import evaluate_policy
 
+    if confirm_env is None:
+        raise ValueError("eval_until_return: confirm_env is required (an env seeded apart)")
     t_start, cpu_start = started
 
     class EvalUntilReturn(BaseCallback):
@@ -87,22 +92,38 @@ def eval_until_return(eval_env, every: int, episodes: int, target: float, starte
             state["next"] += every
             t0, cpu0 = time.perf_counter(), time.process_time()
             mean, std = evaluate_policy(self.model, eval_env, episodes, deterministic=True)
+            point = {
+                "step": self.num_timesteps,
+                "mean_return": float(mean),
+                "std_return": float(std),
+            }
+            if mean >= target:
+                returns, _ = evaluate_policy(
+                    self.model,
+                    confirm_env,
+                    MIN_EPISODES,
+                    deterministic=True,
+                    return_episode_rewards=True,
+                )
+                point.update(judge(float(mean), returns, target))
             now, cpu = time.perf_counter(), time.process_time()
             state["eval_s"] += now - t0
             state["eval_cpu_s"] += cpu - cpu0
-            state["curve"].append(
-                {
-                    "step": self.num_timesteps,
-                    "mean_return": float(mean),
-                    "std_return": float(std),
-                    "wall_s": now - t_start,
-                    "train_wall_s": now - t_start - state["eval_s"],
-                    "train_cpu_s": cpu - cpu_start - state["eval_cpu_s"],
-                }
-            )
-            return float(mean) < target
+            point["wall_s"] = now - t_start
+            point["train_wall_s"] = now - t_start - state["eval_s"]
+            point["train_cpu_s"] = cpu - cpu_start - state["eval_cpu_s"]
+            state["curve"].append(point)
+            return not point.get("solved", False)
 
     return EvalUntilReturn()
+
+
+def confirm_vec_env(env_id: str, seed: int):
+    """The environments that confirm a check (`eval_until_return`): `MIN_EPISODES` of them, one
+    episode each, seeded apart from the check's and the training ones'."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    return make_vec_env(env_id, n_envs=MIN_EPISODES, seed=CONFIRM_SEED_OFFSET + seed)
 
 
 def learn_sb3(
@@ -117,19 +138,26 @@ def learn_sb3(
     t_start, cpu_start = time.perf_counter(), time.process_time()
     env = make_vec_env("CartPole-v1", n_envs=SB3_CARTPOLE["n_envs"], seed=seed)
     eval_env = make_vec_env("CartPole-v1", n_envs=episodes, seed=10_000 + seed)
+    confirm_env = confirm_vec_env("CartPole-v1", seed)
     model = sb3_cartpole_ppo(env, seed)
-    callback = eval_until_return(eval_env, eval_every, episodes, target, (t_start, cpu_start))
+    started = (t_start, cpu_start)
+    callback = eval_until_return(eval_env, eval_every, episodes, target, started, confirm_env)
     model.learn(total_timesteps=max_steps, callback=callback)
     state = callback.state
     wall = time.perf_counter() - t_start
-    reached = first_reach(state["curve"], target)
+    reached = first_solved(state["curve"])
     used_threads = torch.get_num_threads()
     torch.set_num_threads(default_threads)
     return {
         "seed": seed,
         "loadavg_1min_after": os.getloadavg()[0],
         "torch_threads": used_threads,
+        # Solved by the rule: its check and the independent evaluation reached the target.
         "reached": reached is not None,
+        "solved": reached is not None,
+        "confirm_return": None if reached is None else reached["confirm_return"],
+        "confirm_episodes": MIN_EPISODES,
+        "rejected_checks": rejected_in(state["curve"], seed),
         "steps_to_target": None if reached is None else reached["step"],
         "wall_s_to_target": None if reached is None else reached["wall_s"],
         "train_wall_s_to_target": None if reached is None else reached["train_wall_s"],
@@ -165,6 +193,8 @@ def sb3_baseline(seeds: int, max_steps: int, eval_every: int, episodes: int, thr
         "settings": SB3_CARTPOLE,
         "eval_episodes": episodes,
         "eval_every_steps": eval_every,
+        "solved_rule": RULE,
+        "solved_per_seed": [r["solved"] for r in runs],
         "max_steps": max_steps,
         "seeds_reached": len(reached),
         "mean_train_wall_s_to_target": statistics.mean(times) if times else None,

@@ -22,6 +22,9 @@ def test_ppo_benchmark_quick(tmp_path):
     run = record["jaxsim"]["CartPole-v1"]
     assert run["total_steps_per_seed"] == 4096 and run["curve"]
     assert run["target"] == 475.0 and isinstance(run["reached"], bool)
+    # Solved means solved: the record says per seed, as eval.json does, and agrees with itself.
+    assert run["solved_per_seed"] == [s is not None for s in run["per_seed_steps_to_target"]]
+    assert isinstance(run["rejected_checks"], list) and "solved_rule" in run
     assert record["sb3"] == {"skipped": "--no-sb3"}
     assert record["gpu_training_sps"]["status"] in ("unmeasured", "measured")
     assert (tmp_path / "ppo_CartPole-v1.png").exists()

@@ -217,7 +217,12 @@ def test_resume_from_a_checkpoint_equals_uninterrupted(tmp_path, agent_cls, conf
         ("dqn", ["--buffer-size", "20", "--learning-starts", "10"], "buffer_size=20 is smaller"),
         ("sac", ["--batch-size", "300", "--learning-starts", "100"], "batch_size=300 is larger"),
         ("dqn", ["--learning-starts", "600000"], "learning_starts=600000 must be in"),
-        ("dqn", ["--learning-starts", "20000"], "learning_starts=20000 exceeds buffer_size"),
+        # The buffer given, so the check does not rest on the preset's.
+        (
+            "dqn",
+            ["--learning-starts", "20000", "--buffer-size", "10000"],
+            "learning_starts=20000 exceeds buffer_size",
+        ),
         ("dqn", ["--env", "Pendulum-v1"], "DQN: Pendulum-v1 has action space Box"),
         ("sac", ["--env", "CartPole-v1"], "SAC: CartPole-v1 has action space Discrete"),
         ("sac", ["--tau", "0"], "tau must be a float > 0 and <= 1, got 0.0"),
@@ -262,7 +267,9 @@ def test_command_end_to_end_with_resume(tmp_path, capsys, monkeypatch):
     flags = ["dqn", "--env", "CartPole-v1", "--seeds", "2", "--total-steps", "256", "--num-envs",
              "2", "--num-steps", "16", "--learning-starts", "32", "--batch-size", "16",
              "--gradient-steps", "4", "--hidden", "8", "--eval-envs", "2", "--log-every", "2",
-             "--checkpoint-every", "4", "--no-plot"]  # fmt: skip
+             "--checkpoint-every", "4", "--no-plot",
+             "--target-return", "none"]  # fmt: skip
+    # --target-return none: the whole budget, no stop checks (the preset stops at 475).
     out = tmp_path / "run"
     summary = train.main([*flags, "--out", str(out)])
     printed = capsys.readouterr().out

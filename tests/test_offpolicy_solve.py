@@ -46,6 +46,9 @@ def test_sb3_learns_until_an_evaluation_reaches_the_return():
     # A return every policy reaches: the first evaluation stops the run.
     run = offpolicy_sb3.learn_to_return("sac", "Pendulum-v1", 0, -math.inf, 200, 1)
     assert run["reached"] and run["steps_to_return"] == 200 and run["steps_done"] == 200
+    # Confirmed by 32 deterministic episodes on an env seeded apart before it stopped.
+    assert run["confirm_episodes"] == 32 and run["confirm_return"] < 0
+    assert run["curve"][0]["solved"] and run["rejected_checks"] == []
     assert len(run["curve"]) == 1 and 0 < run["train_wall_s_to_return"] <= run["train_wall_s_total"]
     # One no policy reaches: evaluated every 200 steps over rl-zoo's whole budget would be slow,
     # so the budget is cut for the test.
@@ -62,10 +65,16 @@ def test_sb3_learns_until_an_evaluation_reaches_the_return():
 
 # ---------------------------------------------------------------------------- jaxsim, chunked
 def test_jaxsim_side_stops_when_every_seed_has_reached_and_divides_by_the_seeds():
-    jx = offpolicy_solve.learn_jaxsim("dqn", seeds=2, eval_every=80, episodes=2, target=-1.0)
+    # The preset's update is 4 envs x 64 steps: a check after every update.
+    jx = offpolicy_solve.learn_jaxsim("dqn", seeds=2, eval_every=256, episodes=2, target=-1.0)
     # Every return of CartPole is >= 1 > -1: both seeds reach at the first evaluation.
     assert jx["reached"] and jx["seeds_reached"] == 2 and len(jx["curve"]) == 1
-    assert jx["per_seed_steps_to_return"] == [80, 80] == [jx["steps_done_per_seed"]] * 2
+    assert jx["per_seed_steps_to_return"] == [256, 256] == [jx["steps_done_per_seed"]] * 2
+    # Solved means solved: the train command's loop confirmed both seeds with an independent
+    # evaluation of >= 32 episodes, whose returns the record keeps.
+    assert jx["solved_per_seed"] == [True, True] and jx["rejected_checks"] == []
+    assert all(r >= 1 for r in jx["confirm_return_per_seed"])
+    assert jx["curve"][0]["confirm_per_seed"] == jx["confirm_return_per_seed"]
     assert jx["train_wall_s_per_seed"] == pytest.approx(jx["train_wall_s"] / 2)
     assert 0 < jx["compile_s"] < jx["train_wall_s"]  # compiled inside the timed calls
     assert all(r >= 1 for r in jx["curve"][0]["per_seed"])
@@ -109,6 +118,10 @@ def _solve_record(sb3_reached=True):
                 "seeds": 3,
                 "seeds_reached": 3,
                 "per_seed_steps_to_return": [4000] * 3,
+                "solved_per_seed": [True] * 3,
+                "rejected_checks": [
+                    {"seed": 1, "step": 2000, "check_return": target + 5, "confirm_return": 0.0}
+                ],
                 "train_wall_s_per_seed": jaxsim_s,
                 "compile_s_per_seed": 1.0,
                 "config": {},
@@ -167,6 +180,13 @@ def test_report_shows_the_off_policy_time_to_solve(tmp_path, capsys):
     )
     assert "SAC Pendulum-v1 to -200: SB3 ÷ jaxsim per seed = **2x**" in section
     assert "(target >= 3x: not met)" in section
+    # The rule is stated, and a check its independent evaluation did not confirm is shown.
+    assert "an independent deterministic evaluation (>= 32 episodes" in section
+    assert (
+        "jaxsim DQN CartPole-v1: 1 stop check(s) at the target were not confirmed by the "
+        "independent evaluation, so training went on (seed 1 at 2,000 steps: check 480.0, "
+        "confirmation 0.0)." in section
+    )
     row = next(x for x in md.splitlines() if x.startswith("| Off-policy training (SAC, TD3)"))
     assert "jaxsim one-jit, training time to solve per seed: DQN CartPole-v1 **8x**; SAC " in row
     # SB3 short of the return: its time is a lower bound, and the report says so.
@@ -249,3 +269,22 @@ def test_a_broken_solve_record_is_named_as_one_not_as_an_offpolicy_record(tmp_pa
     (results / "offpolicy_solve_cpu2_h.json").write_text('{"cases": ')  # torn
     md, err = _report(results, tmp_path, capsys)
     assert "`offpolicy_solve_cpu2_h.json` is invalid" in md.split("## Off-policy time to solve")[1]
+
+
+def test_the_dqn_preset_has_rl_zoos_numbers_so_the_speed_ratio_compares_systems():
+    from agents.presets import config_for, target_for
+
+    # The preset solves within SB3's rl-zoo budget at rl-zoo's numbers, stopping at 475.
+    config = config_for("CartPole-v1", "dqn")
+    assert offpolicy_solve.rl_zoo_differences("dqn", "CartPole-v1", config) == {}
+    assert target_for("CartPole-v1", "dqn") == 475.0
+    other = config_for("CartPole-v1", "dqn", learning_rate=1e-3, gradient_steps=64)
+    assert offpolicy_solve.rl_zoo_differences("dqn", "CartPole-v1", other) == {
+        "learning_rate": [2.3e-3, 1e-3],
+        "gradient_steps_per_env_step": [0.5, 0.25],
+    }
+    jx = {"per_seed_steps_to_return": [20_000, 30_000], "sps_excluding_compile": 3000.0,
+          "preset_vs_rl_zoo": {}}  # fmt: skip
+    sb3 = {"mean_sps_whole_loop": 500.0, "runs": [{"steps_to_return": 25_000}]}
+    split = offpolicy_solve.speed_and_steps(jx, sb3)
+    assert split["system_speed_ratio"] == 6.0 and split["steps_ratio"] == 1.0

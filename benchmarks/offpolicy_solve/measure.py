@@ -6,18 +6,21 @@ Usage:
   python -m benchmarks.offpolicy_solve --algorithms dqn --no-sb3
 
 Returns to reach: CartPole-v1 475 (DQN), Pendulum-v1 -200 (SAC). Both sides are measured the
-same way: training wall-clock until a deterministic evaluation (the mean of `--eval-episodes`
-episodes, per seed) reaches the return, evaluated every `--eval-every` env steps, the
-evaluations' time taken out. jaxsim: the `agents.train` preset (agents/presets.py), every seed
-at once (`jit(vmap(run))` in chunks of that many steps, the same jitted `run` as the command),
-stopping when every seed has reached the return; its time per seed is the run's time divided by
-the seeds, compile included and reported apart. SB3: rl-baselines3-zoo's settings and budget
-(`benchmarks.offpolicy_sb3.RL_ZOO`) on Gymnasium's environments, one seed after another in
-this process, torch on `--sb3-torch-threads` threads. A side that does not reach the return
-within its budget is said to, with its best evaluation; its whole budget's time is then a lower
-bound on its time to solve. Full mode's cost, measured on a 2-core VM at load average 8-11:
-20 min, of it jaxsim DQN 2.5 min and SAC 4 min (3 seeds each, compile included), SB3 DQN and
-SAC ~2 min per seed each (evaluations included); --quick takes about half.
+same way: training wall-clock until a seed is solved, the evaluations' time taken out. Solved
+means solved (`agents.loop.confirmed`): a deterministic stop check (the mean of `--eval-
+episodes` episodes, per seed, every `--eval-every` env steps) reaches the return and an
+independent deterministic evaluation (>= `agents.loop.MIN_EPISODES` episodes, keys or env seeds
+apart from the check's) confirms it; a check it does not confirm is recorded and training goes
+on. jaxsim: the `agents.train` preset (agents/presets.py), every seed at once with the train
+command's loop (`agents.loop.run_chunks`), stopping when every seed is solved; its time per seed
+is the run's time divided by the seeds, compile included and reported apart. SB3: rl-
+baselines3-zoo's settings and budget (`benchmarks.offpolicy_sb3.RL_ZOO`) on Gymnasium's
+environments, one seed after another in this process, torch on `--sb3-torch-threads` threads. A
+side that does not reach the return within its budget is said to, with its best evaluation; its
+whole budget's time is then a lower bound on its time to solve. Full mode's cost, measured on a
+2-core VM at load average 8-11: 20 min, of it jaxsim DQN 2.5 min and SAC 4 min (3 seeds each,
+compile included), SB3 DQN and SAC ~2 min per seed each (evaluations included); --quick takes
+about half.
 Writes runs/bench/offpolicy_solve_<machine>[_quick].json with provenance.
 """
 
@@ -30,18 +33,25 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import numpy as np
 
 import jaxsim
 from agents.algorithms import agent_type
+from agents.loop import run_chunks
 from agents.presets import config_for
 from benchmarks.harness.arguments import split_list, unknown_names
 from benchmarks.harness.formatting import format_seconds, format_table, format_verdict
 from benchmarks.harness.paths import RUNS_DIR
 from benchmarks.harness.provenance import machine_tag, provenance
 from benchmarks.harness.record import append_jsonl, finish
+from benchmarks.harness.solved import Confirmations
 from benchmarks.harness.timing import CompileWatcher
-from benchmarks.offpolicy_sb3 import learn_to_return, sb3_missing, sb3_versions, set_torch_threads
+from benchmarks.offpolicy_sb3 import (
+    RL_ZOO,
+    learn_to_return,
+    sb3_missing,
+    sb3_versions,
+    set_torch_threads,
+)
 from benchmarks.offpolicy_solve.report import UNDECIDED
 from benchmarks.ppo_sb3 import TARGETS
 from jaxsim.files import finite_json
@@ -59,56 +69,61 @@ def learn_jaxsim(
     seed: int = 0,
     target: float | None = None,
 ) -> dict[str, Any]:
-    """`seeds` seeds of `algorithm`'s preset trained at once until each seed's evaluation has
-    reached `target` (default: the env's return in TARGETS) or the preset's budget ends."""
+    """`seeds` seeds of `algorithm`'s preset trained at once with the train command's loop
+    (`agents.loop.run_chunks`: a stop check every `eval_every` env steps, `episodes` episodes per
+    seed) until each seed is solved by the rule (`agents.loop.confirmed`: the check and an
+    independent evaluation of >= MIN_EPISODES episodes reach `target`, default the env's return
+    in TARGETS) or the preset's budget ends. A solved seed is frozen where it was confirmed."""
     env_id = CASES[algorithm]
     target = TARGETS[env_id] if target is None else target
     config = config_for(env_id, algorithm, eval_envs=episodes)
     chunk = max(1, round(eval_every / config.steps_per_update))
-    t_start, cpu_start = time.perf_counter(), time.process_time()
-    agent = agent_type(algorithm)(config, jaxsim.make(env_id))
-    key = jax.random.key(seed)
-    compile_s = 0.0
-    with CompileWatcher() as watch:
-        runner = jax.jit(jax.vmap(agent.init))(jax.random.split(key, seeds))
-    compile_s += watch.seconds or 0.0
-    evaluate = jax.jit(jax.vmap(agent.evaluate))
-    eval_s, eval_cpu_s, done = 0.0, 0.0, 0
     curve: list[dict[str, Any]] = []
-    first: list[dict[str, Any] | None] = [None] * seeds
-    while done < config.num_updates and not all(first):
-        n = min(chunk, config.num_updates - done)
-        with CompileWatcher() as watch:
-            runner, _ = jax.block_until_ready(agent.jit_run(n)(runner))
-        compile_s += watch.seconds or 0.0
-        done += n
-        t1, cpu1 = time.perf_counter(), time.process_time()
-        eval_keys = jax.random.split(jax.random.fold_in(key, done), seeds)
-        per_seed = np.asarray(evaluate(runner, eval_keys)).mean(axis=1)
-        t2, cpu2 = time.perf_counter(), time.process_time()
-        eval_s, eval_cpu_s = eval_s + t2 - t1, eval_cpu_s + cpu2 - cpu1
-        point = {
-            "step": done * config.steps_per_update,
-            "mean_return": float(per_seed.mean()),
-            "per_seed": per_seed.tolist(),
-            "train_wall_s": t2 - t_start - eval_s,
-            "train_cpu_s": cpu2 - cpu_start - eval_cpu_s,
-            "compile_s": compile_s,
-        }
-        curve.append(point)
-        first = [f or (point if per_seed[s] >= target else None) for s, f in enumerate(first)]
-    reached = all(first)
+    checks = {"wall_s": 0.0, "cpu_s": 0.0}
+    confirmations = Confirmations(seeds)
+    t_start, cpu_start = time.perf_counter(), time.process_time()
+
+    def on_chunk(report) -> None:
+        now, cpu = time.perf_counter(), time.process_time()
+        checks["wall_s"] += report.eval_s  # the stop check and its confirmation
+        checks["cpu_s"] += report.eval_cpu_s
+        step = report.done * config.steps_per_update
+        confirmations.observe(report, step)
+        confirm = report.confirm_returns
+        curve.append(
+            {
+                "step": step,
+                "mean_return": float(report.eval_returns.mean()),
+                "per_seed": report.eval_returns.tolist(),
+                "confirm_per_seed": None if confirm is None else confirm.tolist(),
+                "solved": [u is not None for u in report.solved_update],
+                "train_wall_s": now - t_start - checks["wall_s"],
+                "train_cpu_s": cpu - cpu_start - checks["cpu_s"],
+                "compile_s": _training_compile_s(watch),
+            }
+        )
+
+    with CompileWatcher() as watch:
+        agent = agent_type(algorithm)(config, jaxsim.make(env_id))
+        runner = agent.jit_init()(jax.random.split(jax.random.key(seed), seeds))
+        runner, solved = run_chunks(
+            agent, runner, config.num_updates, chunk=chunk, seed=seed, target=target,
+            on_chunk=on_chunk,
+        )  # fmt: skip
+    steps = [None if u is None else u * config.steps_per_update for u in solved]
+    at_solve = [next(p for p in curve if p["step"] >= s) if s else None for s in steps]
     end = curve[-1]
     return {
         "config": config.to_dict(),
         "preset": f"agents.presets {algorithm} {env_id}",
         "seeds": seeds,
-        "reached": reached,
-        "seeds_reached": sum(f is not None for f in first),
-        "per_seed_steps_to_return": [f and f["step"] for f in first],
-        "per_seed_train_wall_s_to_return": [f and f["train_wall_s"] for f in first],
+        "reached": all(s is not None for s in steps),
+        "seeds_reached": sum(s is not None for s in steps),
+        **confirmations.fields(solved),
+        "per_seed_steps_to_return": steps,
+        "per_seed_train_wall_s_to_return": [p and p["train_wall_s"] for p in at_solve],
         "best_per_seed": [max(p["per_seed"][s] for p in curve) for s in range(seeds)],
-        # The run's time until its last seed reached (or its budget ended): all seeds at once.
+        # The run's time until its last seed was solved (or its budget ended): all seeds at once.
         "train_wall_s": end["train_wall_s"],
         "train_cpu_s": end["train_cpu_s"],
         "compile_s": end["compile_s"],
@@ -117,9 +132,52 @@ def learn_jaxsim(
         "compile_s_per_seed": end["compile_s"] / seeds,
         "steps_done_per_seed": end["step"],
         "budget_steps_per_seed": config.num_updates * config.steps_per_update,
-        "eval_s": eval_s,
+        "sps_whole_loop": end["step"] * seeds / end["train_wall_s"],
+        "sps_excluding_compile": end["step"] * seeds / (end["train_wall_s"] - end["compile_s"]),
+        "preset_vs_rl_zoo": rl_zoo_differences(algorithm, env_id, config),
+        # Stop checks and the independent evaluations confirming them, compiles included.
+        "eval_s": checks["wall_s"],
         "curve": curve,
     }
+
+
+# rl-zoo's (SB3's) names -> jaxsim config fields that mean the same, per algorithm.
+_ZOO_FIELDS = {
+    "dqn": {"learning_rate": "learning_rate", "batch_size": "batch_size",
+            "buffer_size": "buffer_size", "learning_starts": "learning_starts",
+            "gamma": "gamma", "exploration_fraction": "exploration_fraction",
+            "exploration_final_eps": "end_e", "n_timesteps": "total_steps"},
+    "sac": {"learning_rate": "learning_rate", "n_timesteps": "total_steps"},
+}  # fmt: skip
+
+
+def rl_zoo_differences(algorithm: str, env_id: str, config) -> dict[str, list] | None:
+    """{field: [rl-zoo's, jaxsim's]} where jaxsim's config departs from rl-zoo's settings for
+    the case (its network and gradient steps per env step included); None: no rl-zoo entry."""
+    zoo = RL_ZOO.get((algorithm, env_id))
+    if zoo is None:
+        return None
+    found = {
+        k: [zoo[k], getattr(config, f)]
+        for k, f in _ZOO_FIELDS[algorithm].items()
+        if k in zoo and zoo[k] != getattr(config, f)
+    }
+    if "net_arch" in zoo and tuple(zoo["net_arch"]) != tuple(config.hidden):
+        found["net_arch"] = [zoo["net_arch"], list(config.hidden)]
+    if "train_freq" in zoo:
+        per_step = config.gradient_steps / (config.num_envs * config.num_steps)
+        if zoo["gradient_steps"] / zoo["train_freq"] != per_step:
+            found["gradient_steps_per_env_step"] = [zoo["gradient_steps"] / zoo["train_freq"],
+                                                    per_step]  # fmt: skip
+    return found
+
+
+def _training_compile_s(watch: CompileWatcher) -> float:
+    """Compile seconds of what training time counts: init and the loop, not the checks' (their
+    evaluations and the fold_in of their keys, `agents.loop.check_keys`, compile in the checks'
+    time, which is taken out)."""
+    checks = ("evaluate", "fold_in")
+    return sum(v for k, v in watch.by_function.items() if not any(c in k for c in checks))
 
 
 def sb3_side(algorithm: str, seeds: int, eval_every: int, episodes: int) -> dict[str, Any]:
@@ -138,6 +196,7 @@ def sb3_side(algorithm: str, seeds: int, eval_every: int, episodes: int) -> dict
         "hyperparameters": f"rl-baselines3-zoo hyperparams/{algorithm}.yml {env_id}",
         "seeds": seeds,
         "seeds_reached": sum(r["reached"] for r in runs),
+        "mean_sps_whole_loop": statistics.mean(r["sps_whole_loop"] for r in runs),
         "train_wall_s_per_seed": statistics.mean(walls),
         "lower_bound": not all(r["reached"] for r in runs),
         "train_cpu_s_per_seed": statistics.mean(cpus) if len(cpus) == seeds else None,
@@ -175,6 +234,27 @@ def compare(jx: dict[str, Any], sb3: dict[str, Any]) -> dict[str, Any]:
         "target_met": True
         if speedup >= SPEEDUP_TARGET
         else (None if sb3["lower_bound"] else False),
+        **speed_and_steps(jx, sb3),
+    }
+
+
+def speed_and_steps(jx: dict[str, Any], sb3: dict[str, Any]) -> dict[str, Any]:
+    """Time to solve = env steps to solve / env-steps per second: the two factors of the
+    speedup apart, system speed (whole training loop, compile excluded) and sample efficiency
+    (SB3's mean steps to solve over jaxsim's)."""
+    ours = [s for s in jx.get("per_seed_steps_to_return") or [] if s]
+    theirs = [r["steps_to_return"] for r in sb3.get("runs") or [] if r.get("steps_to_return")]
+    sps, sb3_sps = jx.get("sps_excluding_compile"), sb3.get("mean_sps_whole_loop")
+    return {
+        "jaxsim_sps_excluding_compile": sps,
+        "sb3_sps_whole_loop": sb3_sps,
+        "system_speed_ratio": sps / sb3_sps if sps and sb3_sps else None,
+        "jaxsim_mean_steps_to_solve": statistics.mean(ours) if ours else None,
+        "sb3_mean_steps_to_solve": statistics.mean(theirs) if theirs else None,
+        "steps_ratio": statistics.mean(theirs) / statistics.mean(ours) if ours and theirs else None,
+        # Where jaxsim's preset departs from rl-zoo's numbers SB3 runs with (none: the speed
+        # ratio compares the two systems at the same hyperparameters).
+        "preset_vs_rl_zoo": jx.get("preset_vs_rl_zoo"),
     }
 
 
@@ -270,6 +350,12 @@ def summary(record: dict[str, Any]) -> str:
                 f"{cmp['speedup_excluding_jaxsim_compile'] or float('nan'):.2f}x without "
                 f"(target {cmp['target']}: {format_verdict(cmp['target_met'], UNDECIDED)})"
             )
+            if cmp.get("system_speed_ratio") and cmp.get("steps_ratio"):
+                lines.append(
+                    f"  factors: env-steps/s jaxsim / SB3 {cmp['system_speed_ratio']:.2f}x "
+                    f"(compile excluded), steps to solve SB3 / jaxsim {cmp['steps_ratio']:.2f}x; "
+                    f"preset vs rl-zoo: {cmp['preset_vs_rl_zoo']}"
+                )
         else:
             lines.append(f"{algorithm.upper()}: {cmp.get('skipped') or cmp.get('reason')}")
     headers = ["run", "reached", "steps to return", "train wall / seed", "compile / seed"]

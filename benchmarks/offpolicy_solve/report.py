@@ -15,6 +15,7 @@ from benchmarks.harness.formatting import (
 )
 from benchmarks.harness.report.markdown import provenance_block
 from benchmarks.harness.report.records import Record
+from benchmarks.harness.solved import rejected_note, rule_sentence, solved_cell, under_rule
 
 # A speedup that is a lower bound (SB3 short of the return) under the target decides nothing.
 UNDECIDED = "undecided, SB3 short of the return"
@@ -25,13 +26,15 @@ def solve_section(r: Record, base: Path, plot: Path | None = None) -> str:
     parts = [f"### Off-policy time-to-solve: {r.device}", provenance_block(r, base)]
     if d.get("quick"):
         parts.append("**`--quick` record: one seed a side and 5-episode evaluations.**")
+    judged = under_rule([case["jaxsim"] for case in d["cases"].values()])
     parts.append(
-        "Training wall-clock per seed until a deterministic evaluation (mean of the episodes "
-        "shown, per seed, at the same cadence in env steps on both sides) reaches the return; "
-        "evaluations excluded. jaxsim: the `agents.train` preset, every seed at once, its run "
-        "divided by the seeds, compile included (and shown apart). Stable-Baselines3: "
-        "rl-baselines3-zoo's settings and budget on Gymnasium's environment, one seed at a time "
-        f"(torch threads: {d.get('sb3_torch_threads', '–')})."
+        "Training wall-clock per seed until a seed is solved, evaluations excluded: a stop "
+        "check is a deterministic evaluation (mean of the episodes shown, per seed, at the same "
+        "cadence in env steps on both sides). jaxsim: the `agents.train` "
+        "preset, every seed at once, its run divided by the seeds, compile included (and shown "
+        "apart). Stable-Baselines3: rl-baselines3-zoo's settings and budget on Gymnasium's "
+        f"environment, one seed at a time (torch threads: {d.get('sb3_torch_threads', '–')}). "
+        + rule_sentence(judged)
     )
     rows = []
     for algorithm, case in d["cases"].items():
@@ -40,7 +43,7 @@ def solve_section(r: Record, base: Path, plot: Path | None = None) -> str:
         rows.append(
             [
                 f"jaxsim {name}",
-                f"{jx['seeds_reached']}/{jx['seeds']}",
+                solved_cell(jx, "per_seed_steps_to_return"),
                 format_mean_std(jx.get("per_seed_steps_to_return") or [], "{:,.0f}"),
                 format_seconds(jx["train_wall_s_per_seed"]),
                 format_seconds(jx["compile_s_per_seed"]),
@@ -53,16 +56,25 @@ def solve_section(r: Record, base: Path, plot: Path | None = None) -> str:
         rows.append(
             [
                 f"SB3 {name}",
-                f"{sb3['seeds_reached']}/{sb3['seeds']}",
+                f"{sb3['seeds_reached']}/{sb3['seeds']}"
+                + ("" if under_rule(runs, "confirm_episodes") else " (stop check only)"),
                 format_mean_std([x["steps_to_return"] for x in runs], "{:,.0f}"),
                 ("≥ " if sb3.get("lower_bound") else "")
                 + format_seconds(sb3["train_wall_s_per_seed"]),
                 "–",
             ]
         )
-    headers = ["run", "seeds reached", "env steps to return", "train s / seed", "compile s / seed"]
+    headers = ["run", "seeds solved", "env steps to solved", "train s / seed", "compile s / seed"]
     parts.append(format_table(headers, rows))
     parts.extend(_finding(algorithm, case) for algorithm, case in d["cases"].items())
+    for algorithm, case in d["cases"].items():
+        name = f"{algorithm.upper()} {case['env']}"
+        notes = [rejected_note(f"jaxsim {name}", case["jaxsim"].get("rejected_checks") or [])]
+        notes += [
+            rejected_note(f"SB3 {name} seed {x['seed']}", x.get("rejected_checks") or [])
+            for x in case["sb3"].get("runs", [])
+        ]
+        parts.extend(n for n in notes if n)
     return "\n\n".join(parts)
 
 
@@ -78,6 +90,12 @@ def _finding(algorithm: str, case: dict[str, Any]) -> str:
         f"{format_ratio(cmp.get('speedup_excluding_jaxsim_compile'))} without it "
         f"(target {cmp['target']}: {format_verdict(cmp['target_met'], UNDECIDED)})"
     )
+    if cmp.get("system_speed_ratio") and cmp.get("steps_ratio"):
+        text += (
+            f"; its factors: system speed (training env-steps/s, compile excluded) jaxsim ÷ SB3 "
+            f"= {format_ratio(cmp['system_speed_ratio'])}, env steps to solve SB3 ÷ jaxsim = "
+            f"{format_ratio(cmp['steps_ratio'])}{_preset_note(cmp.get('preset_vs_rl_zoo'))}"
+        )
     if sb3.get("lower_bound"):
         text += (
             f"; SB3 did not reach the return in {sb3['seeds'] - sb3['seeds_reached']} of its "
@@ -85,6 +103,15 @@ def _finding(algorithm: str, case: dict[str, Any]) -> str:
             "budget's time stands for those"
         )
     return text + "."
+
+
+def _preset_note(differs: dict[str, list] | None) -> str:
+    if differs is None:
+        return ""
+    if not differs:
+        return " (jaxsim's preset has rl-zoo's numbers)"
+    shown = ", ".join(f"{k} {v[1]} for {v[0]}" for k, v in differs.items())
+    return f" (jaxsim's preset departs from rl-zoo's: {shown})"
 
 
 def solve_summary(r: Record) -> str:

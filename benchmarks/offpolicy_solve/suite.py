@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmarks.harness import solved
 from benchmarks.harness.report import schema as s
 from benchmarks.harness.suite import Suite
 from benchmarks.offpolicy_solve.report import solve_section
@@ -35,6 +36,8 @@ def problems(data: dict[str, Any]) -> list[str]:
     found = []
     for name, case in cases.items():
         found += s.check(case, f"cases.{name}", _CASE)
+        jaxsim = case.get("jaxsim") if isinstance(case, dict) else None
+        found += solved.problems(jaxsim, f"cases.{name}.jaxsim", "per_seed_steps_to_return")
         if isinstance(case.get("sb3"), dict) and "skipped" not in case["sb3"]:
             found += s.check(case, f"cases.{name}", _SB3)
     return found

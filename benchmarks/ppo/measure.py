@@ -5,14 +5,16 @@ Usage:
   python -m benchmarks.ppo --envs CartPole-v1 --no-sb3      # one env, no baseline
   python -m benchmarks.ppo --quick                          # tiny budgets: checks that it runs
 
-"Solved", the same for both libraries: a seed's deterministic evaluation (32 episodes, one on
-each of 32 environments) has a mean return >= 475 on CartPole-v1 (>= -200 on Pendulum-v1),
-checked every 1024 env steps (the preset's `log_every` updates); the seed stops there. jaxsim
+"Solved", the same for both libraries (`agents.loop.confirmed`): a seed's deterministic stop
+check (32 episodes, one on each of 32 environments, every 1024 env steps: the preset's
+`log_every` updates) has a mean return >= 475 on CartPole-v1 (>= -200 on Pendulum-v1), and an
+independent deterministic evaluation (>= 32 episodes, keys or env seeds apart from the check's)
+confirms it; the seed stops there, and a check it does not confirm is recorded. jaxsim
 trains its seeds at once with the train command's loop (`agents.loop.run_chunks`) and its time
 per seed is the time until the last seed is solved / seeds; SB3 (rl-zoo's CartPole settings)
 trains one seed after another in this process, with torch's default threads and with one.
-Times exclude the checks' evaluations on both sides and include jaxsim's compile, reported
-apart: cold (a fresh persistent-cache folder) and warm (a new agent loading from it).
+Times exclude the checks and their confirmations on both sides and include jaxsim's compile,
+reported apart: cold (a fresh persistent-cache folder) and warm (a new agent loading from it).
 `--whole-process` adds `benchmarks.ppo.process`: the train command and SB3 as whole processes.
 On a GPU, `--gpu-sps` measures training env-steps/s of CartPole with 4096 envs for the scan
 and the fused rollout; elsewhere the record says it is unmeasured.
@@ -41,6 +43,7 @@ from benchmarks.harness.formatting import format_ratio, format_seconds, format_t
 from benchmarks.harness.paths import RUNS_DIR
 from benchmarks.harness.provenance import machine_tag, provenance
 from benchmarks.harness.record import append_jsonl, finish
+from benchmarks.harness.solved import Confirmations
 from benchmarks.harness.timing import CompileWatcher
 from benchmarks.ppo.gpu import gpu_training_sps
 from benchmarks.ppo.process import whole_process
@@ -61,18 +64,22 @@ def learn_jaxsim(env_id: str, seeds: int, cache_dir: str, total_steps: int | Non
     curve: list[dict] = []
     t_start, cpu_start = time.perf_counter(), time.process_time()
     checks = {"wall_s": 0.0, "cpu_s": 0.0}
+    confirmations = Confirmations(seeds)
 
     def on_chunk(report) -> None:
         now, cpu = time.perf_counter(), time.process_time()
-        checks["wall_s"] += report.eval_s
+        checks["wall_s"] += report.eval_s  # the stop check and its confirmation
         checks["cpu_s"] += report.eval_cpu_s
-        returns = report.eval_returns
+        returns, confirm = report.eval_returns, report.confirm_returns
+        step = report.done * config.steps_per_update
+        confirmations.observe(report, step)
         curve.append(
             {
-                "step": report.done * config.steps_per_update,
+                "step": step,
                 "mean_return": float(returns.mean()),
                 "std_return": float(returns.std()),
                 "per_seed": returns.tolist(),
+                "confirm_per_seed": None if confirm is None else confirm.tolist(),
                 "solved": sum(u is not None for u in report.solved_update),
                 "wall_s": now - t_start,
                 "train_wall_s": now - t_start - checks["wall_s"],
@@ -106,6 +113,7 @@ def learn_jaxsim(env_id: str, seeds: int, cache_dir: str, total_steps: int | Non
         "eval_every_updates": config.log_every,
         "eval_episodes_per_seed": config.eval_envs,
         "reached": all_solved,
+        **confirmations.fields(solved),
         "per_seed_steps_to_target": steps,
         "steps_to_target_per_seed": max(steps) if all_solved else None,
         "mean_steps_to_target": statistics.mean(s for s in steps if s) if any(steps) else None,
@@ -120,6 +128,7 @@ def learn_jaxsim(env_id: str, seeds: int, cache_dir: str, total_steps: int | Non
         "compile_s_by_function": watch.by_function,
         "compile_s_training_loop": loop_compile,
         "xla_compiles": watch.compiles,
+        # The stop checks and the independent evaluations that confirmed them, compiles included.
         "stop_check_wall_s": checks["wall_s"],
         "final_mean_return": done["mean_return"],
         "final_std_return": done["std_return"],

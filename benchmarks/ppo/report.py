@@ -14,6 +14,13 @@ from benchmarks.harness.formatting import (
 from benchmarks.harness.report.markdown import image, link, provenance_block
 from benchmarks.harness.report.plots import pyplot, save
 from benchmarks.harness.report.records import Record
+from benchmarks.harness.solved import (
+    MIN_EPISODES,
+    rejected_note,
+    rule_sentence,
+    solved_cell,
+    under_rule,
+)
 
 
 def ppo_section(r: Record, base: Path, plot: Path | None) -> str:
@@ -30,7 +37,7 @@ def ppo_section(r: Record, base: Path, plot: Path | None) -> str:
                 f"jaxsim PPO, {env_id}",
                 j["seeds"],
                 j["target"],
-                f"{sum(s is not None for s in per_seed)}/{j['seeds']}",
+                solved_cell(j, "per_seed_steps_to_target"),
                 format_mean_std(per_seed, "{:,.0f}"),
                 format_seconds(j.get("wall_s_to_target")),
                 format_seconds(j.get("train_wall_s_to_target")),
@@ -47,7 +54,7 @@ def ppo_section(r: Record, base: Path, plot: Path | None) -> str:
                 "SB3 PPO (reference), CartPole-v1",
                 len(runs),
                 475.0,
-                f"{sb3['seeds_reached']}/{len(runs)}",
+                solved_cell(_sb3_solved(runs), "steps"),
                 format_mean_std([x["steps_to_target"] for x in runs], "{:,.0f}"),
                 format_mean_std([x["wall_s_to_target"] for x in runs], "{:.1f}"),
                 format_mean_std([x["train_wall_s_to_target"] for x in runs], "{:.1f}"),
@@ -62,8 +69,8 @@ def ppo_section(r: Record, base: Path, plot: Path | None) -> str:
         "run",
         "seeds",
         "target",
-        "reached",
-        "env-steps to target (per seed)",
+        "solved",
+        "env-steps to solved (per seed)",
         "wall s to target",
         "train wall s",
         "of which compile s",
@@ -73,9 +80,18 @@ def ppo_section(r: Record, base: Path, plot: Path | None) -> str:
     parts.append(
         "Evaluation return of the deterministic policy; jaxsim trains its seeds at once "
         "(`jit(vmap(train))`), so its wall-clock times are for all seeds together, SB3's per "
-        "seed (mean ± std over seeds). Train wall excludes evaluation, includes compile.\n\n"
+        "seed (mean ± std over seeds). Train wall excludes evaluation, includes compile. "
+        + rule_sentence(under_rule(list(d.get("jaxsim", {}).values())))
+        + "\n\n"
         + format_table(headers, rows)
     )
+    notes = [rejected_note(f"jaxsim {env_id}", j.get("rejected_checks") or [])
+             for env_id, j in d.get("jaxsim", {}).items()]  # fmt: skip
+    notes += [
+        rejected_note(f"SB3 seed {x['seed']}", x.get("rejected_checks") or [])
+        for x in sb3.get("runs") or []
+    ]
+    parts.extend(n for n in notes if n)
     if sb3.get("library"):
         parts.append(f"SB3: {sb3['library']}, {sb3.get('hyperparameters', '')}.")
     elif sb3.get("skipped"):
@@ -103,6 +119,12 @@ def ppo_section(r: Record, base: Path, plot: Path | None) -> str:
     return "\n\n".join(parts)
 
 
+def _sb3_solved(runs: list[dict]) -> dict:
+    """SB3's runs as `solved_cell` reads a run: per seed solved (None before the rule)."""
+    flags = [x["solved"] for x in runs] if all("solved" in x for x in runs) else None
+    return {"solved_per_seed": flags, "steps": [x["steps_to_target"] for x in runs]}
+
+
 def ppo_summary(r: Record) -> str | None:
     """One line: time to a solved CartPole agent per seed, jaxsim (warm and cold) and SB3."""
     j = (r.data.get("jaxsim") or {}).get("CartPole-v1")
@@ -110,8 +132,14 @@ def ppo_summary(r: Record) -> str | None:
         return None
     if j.get("per_seed_train_wall_s_to_target") is None:  # a record from before per-seed times
         return None
+    solved = (
+        f"every seed's stop check and an independent evaluation of >= {MIN_EPISODES} episodes "
+        f">= {j['target']:g}"
+        if "solved_per_seed" in j
+        else f"every seed's deterministic evaluation >= {j['target']:g}"
+    )
     text = (
-        f"PPO to a solved CartPole-v1 (every seed's deterministic evaluation >= {j['target']:g}; "
+        f"PPO to a solved CartPole-v1 ({solved}; "
         f"{r.device}, {r.mode} run): jaxsim {j['per_seed_train_wall_s_to_target']:.2f} s per "
         f"seed cold, {j['warm_per_seed_train_wall_s_to_target']:.2f} s warm ({j['seeds']} seeds "
         f"at once; the loop's cold compile {j['compile_s_training_loop']:.1f} s)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmarks.harness import solved
 from benchmarks.harness.report import schema as s
 from benchmarks.harness.suite import Plan, Suite
 from benchmarks.ppo.report import plot_ppo, ppo_section
@@ -31,9 +32,17 @@ def problems(data: dict[str, Any]) -> list[str]:
     found = s.check(data, "", (("jaxsim", s.DICT),))
     for env_id, run in (data.get("jaxsim") or {}).items():
         found += s.check(run, f"jaxsim.{env_id}", _RUN)
+        found += solved.problems(run, f"jaxsim.{env_id}", "per_seed_steps_to_target")
     sb3 = data.get("sb3") or {}
     if sb3.get("runs"):
         found += s.check(sb3, "sb3", _SB3)
+        for i, run in enumerate(sb3["runs"] if isinstance(sb3["runs"], list) else []):
+            if isinstance(run, dict) and "solved" in run:
+                found += solved.problems(
+                    {"solved_per_seed": [run["solved"]], "steps": [run.get("steps_to_target")]},
+                    f"sb3.runs[{i}]",
+                    "steps",
+                )
     return found + s.check(data.get("comparison"), "comparison", _COMPARISON, False)
 
 
