@@ -45,7 +45,7 @@ try:
     import gymnasium
 
     # Gymnasium 1.1 brought the vector AutoresetMode; an older one (0.29, 1.0) lacks the name.
-    from gymnasium.vector import AutoresetMode
+    from gymnasium.vector import AutoresetMode  # noqa: F401 (the version check)
 except ImportError as e:  # an optional dependency: the `gymnasium` (alias `gym`) extra
     _found = getattr(sys.modules.get("gymnasium"), "__version__", None)
     raise ImportError(
@@ -66,6 +66,7 @@ from jaxsim.gymnasium_vector import (
     gym_id,
     gymnasium_space,
     jaxsim_id,
+    sb3_vector_kwargs,
 )
 from jaxsim.rendering import default_fps
 
@@ -263,23 +264,6 @@ def make_sb3_vec_env(env_id: str, num_envs: int = 1, **kwargs):
     from jaxsim.sb3 import JaxsimSB3VecEnv  # deferred: it imports stable_baselines3 and torch
 
     return JaxsimSB3VecEnv(env_id, num_envs, **kwargs)
-
-
-def sb3_vector_kwargs(env_id: str, kwargs: dict) -> dict:
-    """`kwargs` for the SB3 VecEnv's `JaxsimVectorEnv`, without `autoreset_mode`, which SB3
-    fixes to same-step; any other mode is a ValueError naming it."""
-    kwargs = dict(kwargs)
-    mode = kwargs.pop("autoreset_mode", AutoresetMode.SAME_STEP)
-    try:
-        same_step = AutoresetMode(mode) == AutoresetMode.SAME_STEP
-    except ValueError:
-        same_step = False
-    if not same_step:
-        raise ValueError(
-            f"jaxsim/{env_id}: make_sb3_vec_env: SB3's VecEnv auto-resets in the same step, so "
-            f"autoreset_mode must be AutoresetMode.SAME_STEP (or left out), got {mode!r}"
-        )
-    return kwargs
 
 
 def register(env_id: str) -> str:

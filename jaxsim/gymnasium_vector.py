@@ -394,3 +394,20 @@ class JaxsimVectorEnv(gymnasium.vector.VectorEnv):
             "_final_info": done.copy(),
         }
         return obs, reward, terminated, truncated, info
+
+
+def sb3_vector_kwargs(env_id: str, kwargs: dict) -> dict:
+    """`kwargs` for the SB3 VecEnv's `JaxsimVectorEnv`, without `autoreset_mode`, which SB3
+    fixes to same-step; any other mode is a ValueError naming it."""
+    kwargs = dict(kwargs)
+    mode = kwargs.pop("autoreset_mode", AutoresetMode.SAME_STEP)
+    try:
+        same_step = AutoresetMode(mode) == AutoresetMode.SAME_STEP
+    except ValueError:
+        same_step = False
+    if not same_step:
+        raise ValueError(
+            f"jaxsim/{env_id}: make_sb3_vec_env: SB3's VecEnv auto-resets in the same step, so "
+            f"autoreset_mode must be AutoresetMode.SAME_STEP (or left out), got {mode!r}"
+        )
+    return kwargs

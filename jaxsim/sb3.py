@@ -24,7 +24,7 @@ except ImportError as e:  # optional: the `sb3` extra, after a CPU torch
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from jaxsim.gymnasium import JaxsimVectorEnv, sb3_vector_kwargs
+from jaxsim.gymnasium_vector import JaxsimVectorEnv, sb3_vector_kwargs
 
 
 class JaxsimSB3VecEnv(VecEnv):

@@ -16,7 +16,7 @@ import pytest
 import jaxsim
 from jaxsim import OpenLoopPolicy
 from jaxsim.fused import FusedConfig, auto_backend, unsupported_reason
-from jaxsim.fused import kernel as fused_kernel
+from jaxsim.fused import driver as fused_driver
 from jaxsim.transition import STEP_OUTPUTS
 
 KEY = jax.random.key(7)
@@ -94,8 +94,8 @@ class TestFused:
         policy = make_policy("random", env)
         kw = dict(num_envs=NUM_ENVS, key=KEY, params=env.default_params, state=None)
         kw |= dict(outputs=STEP_OUTPUTS, config=self.config())
-        kernel = fused_kernel.fused_rollout(env, policy, N, **kw)
-        reference = fused_kernel.fused_rollout(env, policy, N, reference=True, **kw)
+        kernel = fused_driver.fused_rollout(env, policy, N, **kw)
+        reference = fused_driver.fused_rollout(env, policy, N, reference=True, **kw)
         assert_same_trajectory(reference, kernel)
 
     @pytest.mark.parametrize("outputs", ["rewards", "stats", ("action", "extras", "episode_stats")])
@@ -200,7 +200,7 @@ def test_kernel_with_per_env_and_per_episode_params_and_checks_lowers_for_triton
     def run(key):
         params = dr.sample(key, 256, env.default_params).replace(g=jnp.full((256,), 9.8))
         policy = make_policy("mlp", env, num_envs=256, n=20, hidden=(64, 64))
-        return fused_kernel.fused_rollout(
+        return fused_driver.fused_rollout(
             env, policy, 20, num_envs=256, key=key, params=params, state=None, outputs="stats",
             config=cfg, params_sampler=dr, checks=True,
         )  # fmt: skip

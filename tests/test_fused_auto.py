@@ -56,7 +56,7 @@ def test_explicit_fused_raises_what_auto_survives(kernel_chosen, monkeypatch):
 
     from jaxsim.fused import kernel
 
-    monkeypatch.setattr(kernel, "_rollout_jit", _Broken())
+    monkeypatch.setattr(kernel, "rollout_jit", _Broken())
     with pytest.raises(RuntimeError, match="Mosaic: simulated failure"):
         jaxsim.rollout(env, "random", 5, backend="fused", **kw)
     with pytest.warns(RuntimeWarning, match=r"fused kernel failed to compile for CartPole-v1"):

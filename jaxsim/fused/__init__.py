@@ -18,7 +18,7 @@ from jaxsim.fused.config import FusedConfig
 def __getattr__(name: str):
     # Pallas loads with the kernel, only when a fused rollout runs (it costs `import jaxsim`).
     if name == "fused_rollout":
-        from jaxsim.fused.kernel import fused_rollout
+        from jaxsim.fused.driver import fused_rollout
 
         return fused_rollout
     raise AttributeError(f"module 'jaxsim.fused' has no attribute {name!r}")

@@ -37,7 +37,6 @@ from typing import Any
 import jax
 import jax.extend as jex
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
@@ -45,16 +44,13 @@ from jax.experimental.pallas import triton as pltriton
 from jaxsim import rng
 from jaxsim.core import Env
 from jaxsim.fused import block as blk
-from jaxsim.fused import compile_once
 from jaxsim.fused.config import FusedConfig
-from jaxsim.policies import OpenLoopPolicy
 from jaxsim.transition import (
     STEP_OUTPUTS,
     Carry,
     Lanes,
     ResetDraws,
     Trajectory,
-    check_outputs,
     initial_carry,
     map_with_axes,
 )
@@ -246,7 +242,7 @@ def _run_reference(plan: _Plan, ins, carry):
 
 
 # ------------------------------------------------------------------------------------------ driver
-def _rollout(
+def rollout_blocks(
     env, kind, static, sampler_static, n, num_envs, outputs, checks, config, use_kernel, *args,
     axis_name=None,
 ):  # fmt: skip
@@ -345,77 +341,4 @@ def _rollout(
     return Trajectory(**per_step, final_state=final_state, stats=stats, checks=carry.checks)
 
 
-_rollout_jit = jax.jit(_rollout, static_argnums=tuple(range(10)))
-
-
-# -------------------------------------------------------------------------------------- public API
-def fused_rollout(
-    env,
-    policy,
-    n: int,
-    *,
-    num_envs: int,
-    key,
-    params,
-    state,
-    outputs,
-    config,
-    params_sampler=None,
-    checks=False,
-    reference=False,
-    mesh=None,
-    auto=False,
-) -> Trajectory:
-    """The fused backend of `jaxsim.rollout`, which validates the other arguments first.
-
-    Args:
-      env, policy, n, num_envs, key, params, state, params_sampler, checks: as
-        `jaxsim.rollout` (policy resolved, state a `RolloutState` or None; with checks, the
-        trajectory's `checks` holds the per-environment record, which `rollout` reports).
-      outputs: as `jaxsim.rollout`: a preset ("all", "rewards", "stats") or a collection of names.
-      config: a `FusedConfig`, or None for the defaults.
-      reference: run the plain-jnp reference (the same block step on the whole batch under
-        `lax.scan`) instead of the kernel: what the kernel is tested against.
-      mesh: a mesh `jaxsim.sharding.check_mesh` accepted, or None: the kernel runs per shard of
-        the batch (`jaxsim.fused.sharded`).
-      auto: `backend="auto"` chose the kernel: compile it first, once per configuration, and
-        raise `KernelCompileError` if that fails (`jaxsim.fused.compile_once`).
-
-    Returns:
-      A `Trajectory` like the scan backend's (leaves the outputs left out are None).
-    """
-    outputs = check_outputs(outputs)
-    config = FusedConfig() if config is None else config
-    if not isinstance(config, FusedConfig):
-        raise TypeError(f"rollout: fused_config must be a FusedConfig, got {type(config).__name__}")
-    reason = blk.unsupported_reason(env, policy)
-    if reason is not None:
-        raise ValueError(
-            f"rollout: the fused backend cannot run this rollout ({reason}); "
-            "use backend='scan', which runs any environment and policy"
-        )
-    if isinstance(policy, OpenLoopPolicy):
-        policy.check(env.action_space(env.default_params), n, num_envs)
-    bp = blk.block_policy(policy)
-    sampler_leaves, sampler_static = [], None
-    if params_sampler is not None:
-        sampler_leaves, sampler_static = jax.tree.flatten(params_sampler)
-        if not all(isinstance(x, jax.Array | np.ndarray) for x in sampler_leaves):
-            raise ValueError(
-                "rollout: the fused backend takes a params_sampler whose leaves are arrays "
-                "(kernel inputs); use backend='scan' for this one"
-            )
-    if mesh is not None:
-        from jaxsim.fused.sharded import sharded_rollout
-
-        return sharded_rollout(
-            mesh, env, bp, sampler_static, n, num_envs, outputs, checks, config, not reference,
-            sampler_leaves, key, params, state, auto=auto,
-        )  # fmt: skip
-    return compile_once.call(
-        _rollout_jit,
-        (env, bp.kind, bp.static, sampler_static, n, num_envs, outputs, checks, config,
-         not reference),
-        (bp.inputs, sampler_leaves, key, params, state),
-        auto,
-    )  # fmt: skip
+rollout_jit = jax.jit(rollout_blocks, static_argnums=tuple(range(10)))

@@ -47,7 +47,7 @@ def _sharded(
     )
 
     def shard(*args):
-        return kernel._rollout(
+        return kernel.rollout_blocks(
             env, kind, static, sampler_static, n, local, outputs, checks, config, use_kernel,
             *args, axis_name=ENV_AXIS,
         )  # fmt: skip
@@ -63,7 +63,7 @@ def sharded_rollout(
     mesh, env, bp: BlockPolicy, sampler_static, n, num_envs, outputs, checks, config, use_kernel,
     sampler_leaves, key, params, state, auto=False,
 ) -> Trajectory:  # fmt: skip
-    """`kernel.fused_rollout` on `mesh` (validated by `jaxsim.sharding.check_mesh`)."""
+    """`driver.fused_rollout` on `mesh` (validated by `jaxsim.sharding.check_mesh`)."""
     return compile_once.call(
         _sharded,
         (mesh, env, bp.kind, bp.static, sampler_static, n, num_envs, outputs, checks, config,
