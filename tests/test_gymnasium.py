@@ -51,7 +51,7 @@ def _cartpole_state(env, obs, time=0):
 # --------------------------------------------------------------------------------- registration
 def test_every_id_registers_jaxsims_limit_and_gymnasiums_threshold():
     assert len(GYM_IDS) == 5
-    for env_id in IDS:
+    for env_id in jaxsim.registered_ids():
         spec = gym.spec(jgym.gym_id(env_id))
         limit = int(jaxsim.make(env_id).default_params.max_episode_steps)
         limit = None if limit == 2**31 - 1 else limit  # MinAtar's games: no limit, no TimeLimit
@@ -68,7 +68,7 @@ def test_every_id_registers_jaxsims_limit_and_gymnasiums_threshold():
     for env_id in GYM_IDS:  # CartPole: 500 and 475, as Gymnasium's
         ours, theirs = gym.spec(jgym.gym_id(env_id)), gym.spec(env_id)
         assert ours.max_episode_steps == theirs.max_episode_steps
-    assert jgym.register_all() == [jgym.gym_id(i) for i in IDS]  # idempotent
+    assert jgym.register_all() == [jgym.gym_id(i) for i in jaxsim.registered_ids()]  # idempotent
 
 
 def test_importing_does_not_import_gymnax_brax_or_sb3():
