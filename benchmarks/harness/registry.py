@@ -43,6 +43,7 @@ PACKAGES = (
     "benchmarks.offpolicy_solve",
     "benchmarks.adapters",
     "benchmarks.scaling",
+    "benchmarks.peers",
 )
 
 

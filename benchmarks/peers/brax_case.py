@@ -29,13 +29,29 @@ from benchmarks.harness.timing import CompileWatcher
 TARGETS = {"inverted_pendulum": 1000.0}  # evaluation return the time-to-score runs stop at
 # brax's published PPO settings (as in peer_brax.PUBLISHED), the ones that shape the loop.
 BRAX_PUBLISHED = {
-    "inverted_pendulum": dict(num_envs=2048, batch_size=1024, num_minibatches=32,
-                              unroll_length=5, num_updates_per_batch=4, discounting=0.97,
-                              learning_rate=3e-4, entropy_cost=1e-2, num_timesteps=2_000_000),
-    "ant": dict(num_envs=4096, batch_size=2048, num_minibatches=32, unroll_length=5,
-                num_updates_per_batch=4, discounting=0.97, learning_rate=3e-4,
-                entropy_cost=1e-2, num_timesteps=50_000_000),
-}  # fmt: skip
+    "inverted_pendulum": dict(
+        num_envs=2048,
+        batch_size=1024,
+        num_minibatches=32,
+        unroll_length=5,
+        num_updates_per_batch=4,
+        discounting=0.97,
+        learning_rate=3e-4,
+        entropy_cost=1e-2,
+        num_timesteps=2_000_000,
+    ),
+    "ant": dict(
+        num_envs=4096,
+        batch_size=2048,
+        num_minibatches=32,
+        unroll_length=5,
+        num_updates_per_batch=4,
+        discounting=0.97,
+        learning_rate=3e-4,
+        entropy_cost=1e-2,
+        num_timesteps=50_000_000,
+    ),
+}
 
 
 def steps_per_update(env: str) -> int:
@@ -128,9 +144,14 @@ def jaxsim_solve(env: str, seed: int = 0, **overrides) -> dict[str, Any]:
         agent = PPO(config, jaxsim.make(f"brax/{env}"))
         runner = agent.jit_init()(jax.random.split(jax.random.key(seed), 1))
         _, solved = run_chunks(
-            agent, runner, config.num_updates, chunk=1, seed=seed, target=target,
+            agent,
+            runner,
+            config.num_updates,
+            chunk=1,
+            seed=seed,
+            target=target,
             on_chunk=on_chunk,
-        )  # fmt: skip
+        )
     end = curve[-1]
     return {
         "config": config.to_dict(),

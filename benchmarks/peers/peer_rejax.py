@@ -34,19 +34,44 @@ IMPORT_S = time.perf_counter() - T0
 # rejax's configs/gymnax/cartpole.yaml (its repository), as published.
 PUBLISHED = {
     "ppo": dict(
-        env="CartPole-v1", agent_kwargs={"activation": "tanh"}, num_envs=5, num_steps=100,
-        num_epochs=5, num_minibatches=5, learning_rate=0.00075, max_grad_norm=0.5,
-        total_timesteps=100_000, eval_freq=1000, gamma=0.99, gae_lambda=0.95, clip_eps=0.2,
-        ent_coef=0.01, vf_coef=0.5,
+        env="CartPole-v1",
+        agent_kwargs={"activation": "tanh"},
+        num_envs=5,
+        num_steps=100,
+        num_epochs=5,
+        num_minibatches=5,
+        learning_rate=0.00075,
+        max_grad_norm=0.5,
+        total_timesteps=100_000,
+        eval_freq=1000,
+        gamma=0.99,
+        gae_lambda=0.95,
+        clip_eps=0.2,
+        ent_coef=0.01,
+        vf_coef=0.5,
     ),
     "dqn": dict(
-        env="CartPole-v1", agent="DuelingQNetwork", agent_kwargs={"activation": "swish"},
-        num_envs=10, buffer_size=50_000, fill_buffer=5_000, batch_size=100, max_grad_norm=10,
-        learning_rate=0.001, num_epochs=5, total_timesteps=100_000, eval_freq=2_500,
-        polyak=0.98, eps_start=1, eps_end=0.05, exploration_fraction=0.5, gamma=0.99,
-        ddqn=True, normalize_observations=False,
+        env="CartPole-v1",
+        agent="DuelingQNetwork",
+        agent_kwargs={"activation": "swish"},
+        num_envs=10,
+        buffer_size=50_000,
+        fill_buffer=5_000,
+        batch_size=100,
+        max_grad_norm=10,
+        learning_rate=0.001,
+        num_epochs=5,
+        total_timesteps=100_000,
+        eval_freq=2_500,
+        polyak=0.98,
+        eps_start=1,
+        eps_end=0.05,
+        exploration_fraction=0.5,
+        gamma=0.99,
+        ddqn=True,
+        normalize_observations=False,
     ),
-}  # fmt: skip
+}
 CHECK_EPISODES, CONFIRM_EPISODES = 32, 64  # CONFIRM >= agents.loop.MIN_EPISODES
 
 
@@ -86,8 +111,14 @@ def main() -> None:
     algo = algo.replace(eval_callback=lambda algo, ts, rng: ())
 
     def check(ts, key, episodes):
-        _, returns = evaluate(greedy_act(algo, a.algorithm, ts), key, algo.env, algo.env_params,
-                              episodes, algo.env_params.max_steps_in_episode)  # fmt: skip
+        _, returns = evaluate(
+            greedy_act(algo, a.algorithm, ts),
+            key,
+            algo.env,
+            algo.env_params,
+            episodes,
+            algo.env_params.max_steps_in_episode,
+        )
         return returns
 
     keys = jax.random.split(jax.random.PRNGKey(a.seed), a.seeds)
@@ -106,9 +137,14 @@ def main() -> None:
         steps += chunk_steps
         check_keys = jax.random.split(jax.random.PRNGKey(10_000 + steps), a.seeds)
         returns = np.asarray(check_fn(ts, check_keys, CHECK_EPISODES)).mean(axis=1)
-        point = {"step": steps, "eval_return": returns.tolist(), "train_wall_s": train_s,
-                 "wall_s": time.perf_counter() - t_start, "load": os.getloadavg()[0]}  # fmt: skip
-        if any(r >= a.target and s is None for r, s in zip(returns, solved_at)):
+        point = {
+            "step": steps,
+            "eval_return": returns.tolist(),
+            "train_wall_s": train_s,
+            "wall_s": time.perf_counter() - t_start,
+            "load": os.getloadavg()[0],
+        }
+        if any(r >= a.target and s is None for r, s in zip(returns, solved_at, strict=True)):
             confirm_keys = jax.random.split(jax.random.PRNGKey(20_000 + steps), a.seeds)
             independent = np.asarray(check_fn(ts, confirm_keys, CONFIRM_EPISODES)).mean(axis=1)
             point["confirm_return"] = independent.tolist()
@@ -116,16 +152,34 @@ def main() -> None:
                 if solved_at[s] is None and returns[s] >= a.target <= independent[s]:
                     solved_at[s] = {"step": steps, "train_wall_s": train_s}
         curve.append(point)
-    print(json.dumps({
-        "algorithm": a.algorithm, "env": "gymnax CartPole-v1", "seeds": a.seeds,
-        "target": a.target, "hyperparameters": PUBLISHED[a.algorithm], "budget_steps": budget,
-        "chunk_steps": chunk_steps, "solved": [s is not None for s in solved_at],
-        "solved_at": solved_at, "train_wall_s": train_s, "first_chunk_s": first_chunk_s,
-        "curve": curve, "load_before": load_before, "load_after": os.getloadavg()[0],
-        "import_s": IMPORT_S, "process_wall_s": time.perf_counter() - T0,
-        "versions": {"jax": jax.__version__, "rejax": _version("rejax"),
-                     "gymnax": _version("gymnax"), "python": sys.version.split()[0]},
-    }))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "algorithm": a.algorithm,
+                "env": "gymnax CartPole-v1",
+                "seeds": a.seeds,
+                "target": a.target,
+                "hyperparameters": PUBLISHED[a.algorithm],
+                "budget_steps": budget,
+                "chunk_steps": chunk_steps,
+                "solved": [s is not None for s in solved_at],
+                "solved_at": solved_at,
+                "train_wall_s": train_s,
+                "first_chunk_s": first_chunk_s,
+                "curve": curve,
+                "load_before": load_before,
+                "load_after": os.getloadavg()[0],
+                "import_s": IMPORT_S,
+                "process_wall_s": time.perf_counter() - T0,
+                "versions": {
+                    "jax": jax.__version__,
+                    "rejax": _version("rejax"),
+                    "gymnax": _version("gymnax"),
+                    "python": sys.version.split()[0],
+                },
+            }
+        )
+    )
 
 
 def _version(dist: str) -> str | None:
