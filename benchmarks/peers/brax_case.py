@@ -114,6 +114,42 @@ def jaxsim_speed(env: str, chunk: int, repeats: int) -> dict[str, Any]:
     }
 
 
+def rollout_only_speed(env: str, repeats: int, **overrides) -> dict[str, Any]:
+    """Env-steps/s of the environment alone inside jaxsim (`jaxsim.rollout`, uniform random
+    actions, `equal_config`'s envs and steps per call, continuing across calls): set beside the
+    loop's rate, it splits the loop's time into stepping and the rest (policy, GAE, updates)."""
+    config = equal_config(env, **overrides)
+    sim = jaxsim.make(f"brax/{env}")
+    space = sim.action_space(sim.default_params)
+
+    def policy(key, obs):
+        shape = (obs.shape[0], *space.shape)
+        return jax.random.uniform(key, shape, minval=space.low, maxval=space.high)
+
+    @jax.jit
+    def call(key, state):
+        out = jaxsim.rollout(
+            sim, policy, config.num_steps, key=key, state=state, outputs="rewards", backend="scan"
+        )
+        return out.final_state, out.reward.sum()
+
+    t0 = time.perf_counter()
+    first = jaxsim.rollout(sim, policy, 1, num_envs=config.num_envs, backend="scan")
+    state, _ = jax.block_until_ready(call(jax.random.key(1), first.final_state))
+    first_s, walls = time.perf_counter() - t0, []
+    for i in range(repeats):
+        t = time.perf_counter()
+        state, _ = jax.block_until_ready(call(jax.random.key(2 + i), state))
+        walls.append(time.perf_counter() - t)
+    return {
+        "env_steps_per_call": config.num_envs * config.num_steps,
+        "call_wall_s": walls,
+        "sps": config.num_envs * config.num_steps / statistics.median(walls),
+        "first_call_s": first_s,
+        "load": os.getloadavg()[0],
+    }
+
+
 def jaxsim_solve(env: str, seed: int = 0, **overrides) -> dict[str, Any]:
     """jaxsim's train loop (`run_chunks`, a stop check after every update, confirmed by an
     independent 32-episode evaluation) until `TARGETS[env]`; training time excludes the checks

@@ -87,6 +87,8 @@ def brax_speed(smoke: bool) -> dict[str, Any]:
     """jaxsim's loop and brax's trainer at brax's settings; brax's own networks beside."""
     chunk, repeats = (1, 1) if smoke else (1, 3)
     jx = brax_case.jaxsim_speed("inverted_pendulum", chunk, repeats)
+    # Where the loop's time goes: the same envs and steps stepped alone, no learning.
+    env_only = None if smoke else brax_case.rollout_only_speed("inverted_pendulum", repeats)
     # Two more epochs than timed repeats: brax's trainer compiles during its first two.
     args = ["speed", "--epochs", str(repeats + 2), "--steps-per-epoch", str(chunk)]
     brax = run_peer("brax", "peer_brax.py", args, 3600)
@@ -96,6 +98,7 @@ def brax_speed(smoke: bool) -> dict[str, Any]:
     return {
         "env": "inverted_pendulum",
         "jaxsim": jx,
+        "jaxsim_env_only": env_only,
         "brax": brax,
         "brax_own_networks": brax_own,
         "comparison": {
