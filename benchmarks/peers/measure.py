@@ -205,8 +205,8 @@ def main(argv: list[str] | None = None) -> int:
                     result = brax_solve(args.smoke)
                 else:
                     result = rejax_solve(name.split("_")[1], seeds, args.smoke)
-            except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as e:
-                result, _ = {"failed": str(e)[-3000:]}, failures.append(name)
+            except Exception as e:  # one case's failure is recorded; the others still run
+                result, _ = {"failed": f"{type(e).__name__}: {e}"[-3000:]}, failures.append(name)
         result["load_after"] = os.getloadavg()[0]
         record["cases"][name] = result
         append_jsonl(partial, {name: result})
