@@ -73,7 +73,7 @@ def rows(record: dict[str, Any]) -> list[list[str]]:
             ours = _solve_text(
                 jx["solved_all"],
                 per_seed,
-                jx["compile_s"] / jx["seeds"],
+                jx.get("loop_compile_s", jx["compile_s"]) / jx["seeds"],
                 None,
                 seeds=f"{sum(jx['solved'])}/{jx['seeds']}",
             )
@@ -85,9 +85,14 @@ def rows(record: dict[str, Any]) -> list[list[str]]:
                 seeds=f"{sum(peer['solved'])}/{peer['seeds']}",
             )
             load = _load(jx["curve"][-1]["load"], peer.get("load_after"))
-        found.append(
-            [name, ours, f"{theirs}, jax {_jax(peer)}", format_ratio(cmp["ratio"]), verdict, load]
-        )
+        shown = format_ratio(cmp["ratio"])
+        more = cmp.get("ratios") or {}
+        if more.get("warm") or more.get("without_compile"):
+            shown += (
+                f" cold; {format_ratio(more.get('warm'))} warm; "
+                f"{format_ratio(more.get('without_compile'))} compile apart"
+            )
+        found.append([name, ours, f"{theirs}, jax {_jax(peer)}", shown, verdict, load])
     return found
 
 
