@@ -5,9 +5,9 @@ gymnax 0.0.9 (its evaluation unpacks a 5-value step), jaxsim pins gymnax 1.x. It
 rejax, gymnax, jax and numpy, never this repository.
 
 rejax's published settings (its configs/gymnax/cartpole.yaml) train every seed at once
-(`jit(vmap(train))`), in chunks of rejax's own `eval_freq` env steps: rejax's `train` resumes
-from a train state, so a chunk is rejax's loop for that many steps with its in-loop evaluation
-switched off. After each chunk, outside the timed training, a deterministic evaluation (greedy
+(`jit(vmap(...))`), in chunks of rejax's own `eval_freq` env steps: a chunk is what rejax's
+`train` scans between its evaluations (`train_iteration` in a fori_loop), its evaluation left
+out. After each chunk, outside the timed training, a deterministic evaluation (greedy
 actions, 32 episodes) is the stop check; a seed at the target is confirmed by an independent
 deterministic evaluation (64 episodes, keys apart from the check's), the rule of
 agents.loop.confirmed. The run stops when every seed is confirmed or rejax's budget ends.
@@ -105,10 +105,15 @@ def main() -> None:
     config = dict(PUBLISHED[a.algorithm])
     budget = a.total_timesteps or config["total_timesteps"]
     chunk_steps = config["eval_freq"]
-    # One chunk per train() call: its budget is one eval_freq, its in-loop evaluation a no-op.
-    config.update(total_timesteps=chunk_steps, skip_initial_evaluation=True)
+    # rejax's schedules (DQN's epsilon) read total_timesteps: it stays the budget, and a chunk is
+    # what rejax's train scans once per evaluation: eval_freq env steps of train_iteration.
+    config.update(total_timesteps=budget)
     algo = rejax.get_algo(a.algorithm).create(**config)
-    algo = algo.replace(eval_callback=lambda algo, ts, rng: ())
+    per_iteration = algo.num_envs * getattr(algo, "num_steps", 1)
+    iterations = -(-chunk_steps // per_iteration)
+
+    def train_chunk(ts):
+        return jax.lax.fori_loop(0, iterations, lambda _, t: algo.train_iteration(t), ts)
 
     def check(ts, key, episodes):
         _, returns = evaluate(
@@ -125,7 +130,7 @@ def main() -> None:
     check_fn = jax.jit(jax.vmap(check, in_axes=(0, 0, None)), static_argnums=2)
     t_start = time.perf_counter()
     ts = jax.block_until_ready(jax.jit(jax.vmap(algo.init_state))(keys))
-    train = jax.jit(jax.vmap(lambda ts: algo.train(train_state=ts)[0]))
+    train = jax.jit(jax.vmap(train_chunk))
     train_s, first_chunk_s, steps, curve = 0.0, None, 0, []
     solved_at: list[dict | None] = [None] * a.seeds
     while steps < budget and not all(solved_at):
