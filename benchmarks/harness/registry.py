@@ -44,6 +44,7 @@ PACKAGES = (
     "benchmarks.adapters",
     "benchmarks.minatar",
     "benchmarks.scaling",
+    "benchmarks.peers",
 )
 
 

@@ -1,0 +1,225 @@
+"""The brax case: jaxsim's PPO on `brax/<env>` beside brax's own PPO trainer, at brax's settings.
+
+jaxsim's side runs here (jaxsim's venv); brax's trainer runs in its own venv
+(`benchmarks/peers/peer_brax.py`), since brax 0.14's trainers need a jax older than jaxsim's.
+Equal hyperparameters: brax's published settings mapped onto `PPOConfig` (`equal_config`): the
+same envs, env steps per update (num_envs x unroll_length x batches per env), epochs,
+minibatches of the same size, discount, GAE lambda, learning rate (not annealed), entropy cost,
+clip range, value coefficient, no gradient clipping, observation normalisation; both sides'
+networks are jaxsim's (a 64-64 tanh MLP each for policy and value), brax's set to it. What
+stays different: brax scales rewards by a constant (`reward_scaling`), jaxsim does not; brax
+computes GAE per 5-step unroll, jaxsim per 80-step rollout.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from typing import Any
+
+import jax
+import numpy as np
+
+import jaxsim
+from agents.loop import run_chunks
+from agents.ppo import PPO, PPOConfig
+from benchmarks.harness.timing import CompileWatcher
+
+TARGETS = {"inverted_pendulum": 1000.0}  # evaluation return the time-to-score runs stop at
+# brax's published PPO settings (as in peer_brax.PUBLISHED), the ones that shape the loop.
+BRAX_PUBLISHED = {
+    "inverted_pendulum": dict(
+        num_envs=2048,
+        batch_size=1024,
+        num_minibatches=32,
+        unroll_length=5,
+        num_updates_per_batch=4,
+        discounting=0.97,
+        learning_rate=3e-4,
+        entropy_cost=1e-2,
+        num_timesteps=2_000_000,
+    ),
+    "ant": dict(
+        num_envs=4096,
+        batch_size=2048,
+        num_minibatches=32,
+        unroll_length=5,
+        num_updates_per_batch=4,
+        discounting=0.97,
+        learning_rate=3e-4,
+        entropy_cost=1e-2,
+        num_timesteps=50_000_000,
+    ),
+}
+
+
+def steps_per_update(env: str) -> int:
+    """Env steps brax's trainer takes per training step (batch x minibatches x unroll)."""
+    p = BRAX_PUBLISHED[env]
+    return p["batch_size"] * p["num_minibatches"] * p["unroll_length"]
+
+
+def equal_config(env: str, **overrides) -> PPOConfig:
+    """brax's published settings for `env` as a jaxsim `PPOConfig` (see the module docstring)."""
+    p = BRAX_PUBLISHED[env]
+    fields: dict[str, Any] = dict(
+        total_steps=p["num_timesteps"],
+        num_envs=p["num_envs"],
+        num_steps=steps_per_update(env) // p["num_envs"],
+        update_epochs=p["num_updates_per_batch"],
+        num_minibatches=p["num_minibatches"],
+        learning_rate=p["learning_rate"],
+        anneal_lr=False,
+        gamma=p["discounting"],
+        gae_lambda=0.95,
+        clip_eps=0.3,
+        clip_value=False,
+        ent_coef=p["entropy_cost"],
+        vf_coef=0.5,
+        max_grad_norm=1e9,  # brax's max_grad_norm=None: no clipping
+        normalize_obs=True,
+        hidden=(64, 64),
+        eval_envs=32,
+        log_every=1,
+    )
+    return PPOConfig(**{**fields, **overrides})
+
+
+def jaxsim_speed(env: str, chunk: int, repeats: int) -> dict[str, Any]:
+    """Training env-steps/s of jaxsim's loop (`Agent.jit_run`, one seed) at `equal_config`:
+    a first chunk of `chunk` updates compiles, then `repeats` timed chunks (their median)."""
+    config = equal_config(env)
+    agent = PPO(config, jaxsim.make(f"brax/{env}"))
+    t0 = time.perf_counter()
+    with CompileWatcher() as watch:
+        runner = agent.jit_init()(jax.random.split(jax.random.key(0), 1))
+        runner, _ = jax.block_until_ready(agent.jit_run(chunk)(runner))
+    first_s = time.perf_counter() - t0
+    walls, loads = [], []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        runner, _ = jax.block_until_ready(agent.jit_run(chunk)(runner))
+        walls.append(time.perf_counter() - t)
+        loads.append(os.getloadavg()[0])
+    steps = chunk * config.steps_per_update
+    return {
+        "config": config.to_dict(),
+        "env_steps_per_chunk": steps,
+        "chunk_wall_s": walls,
+        "sps": steps / statistics.median(walls),
+        "compile_s": watch.seconds or 0.0,
+        "first_chunk_s": first_s,
+        "load": loads,
+    }
+
+
+def rollout_only_speed(env: str, repeats: int, **overrides) -> dict[str, Any]:
+    """Env-steps/s of the environment alone inside jaxsim (`jaxsim.rollout`, uniform random
+    actions, `equal_config`'s envs and steps per call, continuing across calls): set beside the
+    loop's rate, it splits the loop's time into stepping and the rest (policy, GAE, updates)."""
+    config = equal_config(env, **overrides)
+    sim = jaxsim.make(f"brax/{env}")
+    space = sim.action_space(sim.default_params)
+
+    def policy(key, obs):
+        shape = (obs.shape[0], *space.shape)
+        return jax.random.uniform(key, shape, minval=space.low, maxval=space.high)
+
+    @jax.jit
+    def call(key, state):
+        out = jaxsim.rollout(
+            sim, policy, config.num_steps, key=key, state=state, outputs="rewards", backend="scan"
+        )
+        return out.final_state, out.reward.sum()
+
+    t0 = time.perf_counter()
+    first = jaxsim.rollout(sim, policy, 1, num_envs=config.num_envs, backend="scan")
+    state, _ = jax.block_until_ready(call(jax.random.key(1), first.final_state))
+    first_s, walls = time.perf_counter() - t0, []
+    for i in range(repeats):
+        t = time.perf_counter()
+        state, _ = jax.block_until_ready(call(jax.random.key(2 + i), state))
+        walls.append(time.perf_counter() - t)
+    return {
+        "env_steps_per_call": config.num_envs * config.num_steps,
+        "call_wall_s": walls,
+        "sps": config.num_envs * config.num_steps / statistics.median(walls),
+        "first_call_s": first_s,
+        "load": os.getloadavg()[0],
+    }
+
+
+def jaxsim_solve(env: str, seed: int = 0, **overrides) -> dict[str, Any]:
+    """jaxsim's train loop (`run_chunks`, a stop check after every update, confirmed by an
+    independent 32-episode evaluation) until `TARGETS[env]`; training time excludes the checks
+    and includes the compile (reported apart), as brax's `training/walltime` does."""
+    config = equal_config(env, **overrides)
+    target = TARGETS[env]
+    curve: list[dict[str, Any]] = []
+    checks = {"wall_s": 0.0}
+    t_start = time.perf_counter()
+
+    def on_chunk(report) -> None:
+        checks["wall_s"] += report.eval_s
+        now = time.perf_counter()
+        curve.append(
+            {
+                "step": report.done * config.steps_per_update,
+                "eval_return": float(report.eval_returns[0]),
+                "confirm_return": None
+                if report.confirm_returns is None
+                else float(report.confirm_returns[0]),
+                "train_wall_s": now - t_start - checks["wall_s"],
+                "wall_s": now - t_start,
+                "load": os.getloadavg()[0],
+            }
+        )
+
+    with CompileWatcher() as watch:
+        agent = PPO(config, jaxsim.make(f"brax/{env}"))
+        runner = agent.jit_init()(jax.random.split(jax.random.key(seed), 1))
+        _, solved = run_chunks(
+            agent,
+            runner,
+            config.num_updates,
+            chunk=1,
+            seed=seed,
+            target=target,
+            on_chunk=on_chunk,
+        )
+    end = curve[-1]
+    return {
+        "config": config.to_dict(),
+        "seed": seed,
+        "target": target,
+        "solved": solved[0] is not None,
+        "steps_to_target": None if solved[0] is None else solved[0] * config.steps_per_update,
+        "train_wall_s_to_target": end["train_wall_s"] if solved[0] is not None else None,
+        "train_wall_s": end["train_wall_s"],
+        "compile_s": watch.seconds or 0.0,
+        "check_wall_s": checks["wall_s"],
+        "curve": curve,
+    }
+
+
+def brax_solve_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """Time to the target from peer_brax's solve result: brax's training walltime (compile in
+    its first epoch, evaluations out) at the evaluation that was confirmed."""
+    at = result.get("at") or {}
+    last = result["curve"][-1] if result.get("curve") else {}
+    return {
+        "solved": bool(result.get("solved")),
+        "steps_to_target": at.get("step"),
+        "train_wall_s_to_target": at.get("train_walltime_s"),
+        "train_wall_s": last.get("train_walltime_s"),
+        "best_eval_return": max((p["eval_return"] for p in result.get("curve", [])), default=None),
+        "confirm_return": at.get("confirm_return"),
+    }
+
+
+def ratio(theirs: float | None, ours: float | None) -> float | None:
+    """theirs / ours when both are positive numbers, else None."""
+    if not theirs or not ours or not np.isfinite(theirs) or not np.isfinite(ours):
+        return None
+    return float(theirs) / float(ours)

@@ -1,0 +1,86 @@
+"""jaxsim's time to a confirmed solve with an `agents.train` preset: the train command's loop."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from typing import Any
+
+import jax
+
+import jaxsim
+from agents.algorithms import agent_type
+from agents.loop import run_chunks
+from agents.presets import config_for, target_for
+from benchmarks.harness.timing import CompileWatcher
+from jaxsim import compile_cache
+
+
+def solve_preset(
+    algorithm: str,
+    env_id: str,
+    seeds: int,
+    cache_dir: str,
+    target: float,
+    total_steps: int | None = None,
+) -> dict[str, Any]:
+    """`seeds` seeds of `algorithm`'s preset for `env_id` trained at once with the train
+    command's loop (`agents.loop.run_chunks`: a stop check every `log_every` updates, a seed
+    solved only when an independent 32-episode evaluation confirms it) until every seed is
+    solved or the budget ends, stopping at `target` (the preset's own where it has one).
+    The compilation cache is `cache_dir` (empty: a cold run). Training time excludes the checks
+    and includes the training loop's compile, reported apart (`loop_compile_s`)."""
+    cache = "warm" if os.listdir(compile_cache.enable(cache_dir)) else "cold"
+    config = config_for(env_id, algorithm, **({"total_steps": total_steps} if total_steps else {}))
+    target = target_for(env_id, algorithm) or target
+    curve: list[dict[str, Any]] = []
+    checks = {"wall_s": 0.0}
+    t_start = time.perf_counter()
+
+    def on_chunk(report) -> None:
+        checks["wall_s"] += report.eval_s
+        now = time.perf_counter()
+        curve.append(
+            {
+                "step": report.done * config.steps_per_update,
+                "eval_return": report.eval_returns.tolist(),
+                "solved": sum(u is not None for u in report.solved_update),
+                "train_wall_s": now - t_start - checks["wall_s"],
+                "wall_s": now - t_start,
+                "load": os.getloadavg()[0],
+            }
+        )
+
+    with CompileWatcher() as watch:
+        agent = agent_type(algorithm)(config, jaxsim.make(env_id))
+        runner = agent.jit_init()(jax.random.split(jax.random.key(0), seeds))
+        _, solved = run_chunks(
+            agent,
+            runner,
+            config.num_updates,
+            chunk=config.log_every,
+            target=target,
+            on_chunk=on_chunk,
+        )
+    end = curve[-1]
+    # The training loop's compile (the jitted `run`), the part of `compile_s` inside train time.
+    loop = sum(v for k, v in watch.by_function.items() if re.search(r"\brun\b", k))
+    solved_all = all(u is not None for u in solved)
+    return {
+        "preset": f"agents.presets {algorithm} {env_id}",
+        "config": config.to_dict(),
+        "cache": cache,
+        "seeds": seeds,
+        "target": target,
+        "solved": [u is not None for u in solved],
+        "solved_all": solved_all,
+        "per_seed_steps_to_target": [u and u * config.steps_per_update for u in solved],
+        "train_wall_s": end["train_wall_s"],
+        "train_wall_s_per_seed": end["train_wall_s"] / seeds,
+        "compile_s": watch.seconds or 0.0,
+        "loop_compile_s": loop,
+        "train_wall_s_per_seed_without_compile": (end["train_wall_s"] - loop) / seeds,
+        "check_wall_s": checks["wall_s"],
+        "curve": curve,
+    }

@@ -1,0 +1,243 @@
+"""brax's own PPO trainer, run in the brax peer venv; prints one JSON result as its last line.
+
+Runs under the peer venv's python (`benchmarks/peers/setup_envs.sh brax`), never jaxsim's: it
+imports only brax, jax and numpy, so it must not import anything from this repository.
+  speed: brax's `training/sps` (env steps / training-epoch wall time, brax's own figure) per
+         epoch; the first epoch holds the compile, the later ones are the steady rate.
+  solve: train until brax's deterministic evaluation reaches the target, then confirm it with an
+         independent deterministic evaluation (>= 32 episodes, keys apart from brax's); a
+         confirmed seed stops the run (as jaxsim's loop does), an unconfirmed one trains on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import sys
+import time
+
+T0 = time.perf_counter()
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+from brax import envs  # noqa: E402
+from brax.training import acting  # noqa: E402
+from brax.training.agents.ppo import networks as ppo_networks  # noqa: E402
+from brax.training.agents.ppo import train as ppo  # noqa: E402
+
+IMPORT_S = time.perf_counter() - T0
+
+# brax's published PPO settings per environment (its training notebook), num_timesteps aside.
+PUBLISHED = {
+    "inverted_pendulum": dict(
+        num_timesteps=2_000_000,
+        num_evals=20,
+        reward_scaling=10,
+        episode_length=1000,
+        normalize_observations=True,
+        action_repeat=1,
+        unroll_length=5,
+        num_minibatches=32,
+        num_updates_per_batch=4,
+        discounting=0.97,
+        learning_rate=3e-4,
+        entropy_cost=1e-2,
+        num_envs=2048,
+        batch_size=1024,
+    ),
+    "ant": dict(
+        num_timesteps=50_000_000,
+        num_evals=10,
+        reward_scaling=10,
+        episode_length=1000,
+        normalize_observations=True,
+        action_repeat=1,
+        unroll_length=5,
+        num_minibatches=32,
+        num_updates_per_batch=4,
+        discounting=0.97,
+        learning_rate=3e-4,
+        entropy_cost=1e-2,
+        num_envs=4096,
+        batch_size=2048,
+    ),
+}
+COMPILING_EPOCHS = 2  # see `speed`
+MIN_EPISODES = 32  # as agents.loop.MIN_EPISODES: episodes of the confirming evaluation, at least
+
+
+class _Solved(Exception):
+    """Raised from brax's progress_fn to stop training once a seed is confirmed solved."""
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def hyperparameters(env: str, network: str, **overrides) -> dict:
+    """brax's published settings for `env`, its networks brax's defaults ("brax") or jaxsim's
+    PPO's (one 64-64 tanh MLP each for policy and value: "jaxsim")."""
+    hp = dict(PUBLISHED[env], **overrides)
+    if network == "jaxsim":
+        hp["network_factory"] = functools.partial(
+            ppo_networks.make_ppo_networks,
+            policy_hidden_layer_sizes=(64, 64),
+            value_hidden_layer_sizes=(64, 64),
+            activation=jax.nn.tanh,
+        )
+    return hp
+
+
+def env_steps_per_training_step(hp: dict) -> int:
+    return hp["batch_size"] * hp["num_minibatches"] * hp["unroll_length"] * hp["action_repeat"]
+
+
+def speed(env_name: str, network: str, epochs: int, steps_per_epoch: int) -> dict:
+    """`epochs` training epochs of `steps_per_epoch` training steps each, no evaluations."""
+    probe = hyperparameters(env_name, network)
+    per_step = env_steps_per_training_step(probe)
+    hp = hyperparameters(
+        env_name,
+        network,
+        num_timesteps=epochs * steps_per_epoch * per_step,
+        num_evals=epochs + 1,
+    )
+    points = []
+
+    def progress(step, metrics):
+        points.append(
+            {
+                "step": int(step),
+                "sps": float(metrics["training/sps"]),
+                "walltime": float(metrics["training/walltime"]),
+                "load": _load(),
+            }
+        )
+
+    t = time.perf_counter()
+    ppo.train(
+        environment=envs.get_environment(env_name), run_evals=False, progress_fn=progress, **hp
+    )
+    # brax's trainer compiles its epoch twice (the second call's inputs differ from the first's:
+    # measured, both ~65 s on a 2-core VM, the third 3 s), so the steady rate is from epoch 3.
+    steady = [p["sps"] for p in points[COMPILING_EPOCHS:]]
+    first_s = points[min(COMPILING_EPOCHS, len(points)) - 1]["walltime"]
+    steady_epoch_s = steps_per_epoch * per_step / float(np.median(steady)) if steady else None
+    return {
+        "env_steps_per_training_step": per_step,
+        "epochs": points,
+        "steady_sps": float(np.median(steady)) if steady else None,
+        # The compiling epochs' time beyond steady ones': brax's compiles (and first-run costs).
+        "compile_s": first_s - COMPILING_EPOCHS * steady_epoch_s if steady_epoch_s else None,
+        "process_train_s": time.perf_counter() - t,
+    }
+
+
+def solve(
+    env_name: str,
+    network: str,
+    target: float,
+    seed: int,
+    num_timesteps: int | None,
+    num_evals: int | None,
+) -> dict:
+    """brax's trainer at its published settings (deterministic evaluations) until the target."""
+    overrides = {k: v for k, v in (("num_timesteps", num_timesteps), ("num_evals", num_evals)) if v}
+    hp = hyperparameters(env_name, network, **overrides)
+    env = envs.get_environment(env_name)
+    # Keys apart from brax's evaluator (it draws from `seed`): the confirming evaluation's own.
+    confirm_env = envs.training.wrap(env, episode_length=hp["episode_length"])
+    curve, latest, result = [], {}, {"solved": False}
+    t_start = time.perf_counter()
+
+    def keep(step, make_policy, params):
+        latest.update(step=step, make_policy=make_policy, params=params)
+
+    def progress(step, metrics):
+        point = {
+            "step": int(step),
+            "eval_return": float(metrics["eval/episode_reward"]),
+            "train_walltime_s": float(metrics.get("training/walltime", 0.0)),
+            "wall_s": time.perf_counter() - t_start,
+            "load": _load(),
+        }
+        curve.append(point)
+        if step == 0 or point["eval_return"] < target:
+            return
+        t = time.perf_counter()
+        evaluator = acting.Evaluator(
+            confirm_env,
+            functools.partial(latest["make_policy"], deterministic=True),
+            num_eval_envs=max(MIN_EPISODES, 64),
+            episode_length=hp["episode_length"],
+            action_repeat=hp["action_repeat"],
+            key=jax.random.PRNGKey(1_000_003 + seed),
+        )
+        returns = evaluator.run_evaluation(latest["params"], {})["eval/episode_reward"]
+        point["confirm_return"] = float(returns)
+        point["confirm_episodes"] = max(MIN_EPISODES, 64)
+        point["confirm_s"] = time.perf_counter() - t
+        if float(returns) >= target:
+            result.update(solved=True, at=point)
+            raise _Solved
+
+    try:
+        ppo.train(
+            environment=env,
+            seed=seed,
+            deterministic_eval=True,
+            progress_fn=progress,
+            policy_params_fn=keep,
+            **hp,
+        )
+    except _Solved:
+        pass
+    return {**result, "curve": curve, "hyperparameters": _printable(hp)}
+
+
+def _printable(hp: dict) -> dict:
+    return {k: (v if isinstance(v, (int, float, str, bool)) else repr(v)) for k, v in hp.items()}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("mode", choices=("speed", "solve"))
+    p.add_argument("--env", default="inverted_pendulum", choices=sorted(PUBLISHED))
+    p.add_argument("--network", default="jaxsim", choices=("jaxsim", "brax"))
+    p.add_argument("--epochs", type=int, default=5, help="speed: epochs (2 compile)")
+    p.add_argument("--steps-per-epoch", type=int, default=2, help="speed: training steps/epoch")
+    p.add_argument("--target", type=float, default=1000.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--num-timesteps", type=int, default=None, help="solve: budget (published)")
+    p.add_argument("--num-evals", type=int, default=None, help="solve: evaluations (published)")
+    a = p.parse_args()
+    load_before = _load()
+    if a.mode == "speed":
+        out = speed(a.env, a.network, a.epochs, a.steps_per_epoch)
+    else:
+        out = solve(a.env, a.network, a.target, a.seed, a.num_timesteps, a.num_evals)
+    import brax
+
+    out.update(
+        mode=a.mode,
+        env=a.env,
+        network=a.network,
+        seed=a.seed,
+        load_before=load_before,
+        load_after=_load(),
+        import_s=IMPORT_S,
+        process_wall_s=time.perf_counter() - T0,
+        versions={
+            "jax": jax.__version__,
+            "brax": brax.__version__,
+            "python": sys.version.split()[0],
+        },
+        hyperparameters=out.get("hyperparameters") or _printable(hyperparameters(a.env, a.network)),
+    )
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

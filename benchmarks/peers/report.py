@@ -1,0 +1,133 @@
+"""The peers section of the results report, and the table `python -m benchmarks.peers` prints:
+jaxsim's agents beside brax's PPO trainer and rejax (`benchmarks.peers` records)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness.formatting import (
+    format_rate,
+    format_ratio,
+    format_seconds,
+    format_table,
+    format_verdict,
+)
+
+HEADERS = ["case", "jaxsim", "peer", "peer / jaxsim", "target", "load (1 min)"]
+
+
+def _load(*values: Any) -> str:
+    found = [f"{v:.1f}" for v in values if isinstance(v, (int, float))]
+    return " – ".join(found) if found else "–"
+
+
+def _jax(side: dict[str, Any] | None) -> str:
+    return (side or {}).get("versions", {}).get("jax", "?")
+
+
+def rows(record: dict[str, Any]) -> list[list[str]]:
+    """One row per case: jaxsim's figure, the peer's, their ratio, the target's verdict, load."""
+    found = []
+    for name, case in record["cases"].items():
+        if "skipped" in case or "failed" in case:
+            why = case.get("skipped") or f"failed: {case['failed'][:200]}"
+            found.append([name, "not measured", why, "–", "–", _load(case.get("load_after"))])
+            continue
+        cmp = case["comparison"]
+        verdict = f"{cmp['target']}: {format_verdict(cmp['target_met'], 'undecided')}"
+        if name == "brax_ppo_speed":
+            jx, brax = case["jaxsim"], case["brax"]
+            ours = f"{format_rate(jx['sps'])} steps/s (compile {format_seconds(jx['compile_s'])} s)"
+            theirs = (
+                f"{format_rate(brax['steady_sps'])} steps/s (compile "
+                f"{format_seconds(brax['compile_s'])} s, jax {_jax(brax)})"
+            )
+            load = _load(*jx["load"], brax.get("load_after"))
+            # jaxsim's env-steps/s over brax's: higher is better for jaxsim.
+            found.append(
+                [name, ours, theirs, format_ratio(cmp["ratio"]) + " (jaxsim/brax)", verdict, load]
+            )
+            continue
+        jx = case["jaxsim"]
+        peer_name = "brax" if name.startswith("brax") else "rejax"
+        peer = case[peer_name]
+        if name == "brax_ppo_solve":
+            ours = _solve_text(
+                jx["solved"],
+                jx["train_wall_s_to_target"],
+                jx["compile_s"],
+                jx.get("steps_to_target"),
+            )
+            s = peer["summary"]
+            theirs = _solve_text(
+                s["solved"],
+                s["train_wall_s_to_target"],
+                None,
+                s["steps_to_target"],
+                best=s["best_eval_return"],
+            )
+            load = _load(jx["curve"][-1]["load"], peer.get("load_after"))
+        else:
+            per_seed = jx["train_wall_s_per_seed"] if jx["solved_all"] else None
+            ours = _solve_text(
+                jx["solved_all"],
+                per_seed,
+                jx.get("loop_compile_s", jx["compile_s"]) / jx["seeds"],
+                None,
+                seeds=f"{sum(jx['solved'])}/{jx['seeds']}",
+            )
+            theirs = _solve_text(
+                all(peer["solved"]),
+                peer["train_wall_s_per_seed"],
+                None,
+                None,
+                seeds=f"{sum(peer['solved'])}/{peer['seeds']}",
+            )
+            load = _load(jx["curve"][-1]["load"], peer.get("load_after"))
+        shown = format_ratio(cmp["ratio"])
+        more = cmp.get("ratios") or {}
+        if more.get("warm") or more.get("without_compile"):
+            shown += (
+                f" cold; {format_ratio(more.get('warm'))} warm; "
+                f"{format_ratio(more.get('without_compile'))} compile apart"
+            )
+        found.append([name, ours, f"{theirs}, jax {_jax(peer)}", shown, verdict, load])
+    return found
+
+
+def _solve_text(solved, wall, compile_s, steps, best=None, seeds=None) -> str:
+    if not solved:
+        text = "not solved in budget" + (f" (best {best:.0f})" if best is not None else "")
+        return text + (f", {seeds} seeds" if seeds else "")
+    text = f"{format_seconds(wall)} s"
+    if compile_s is not None:
+        text += f" (compile {format_seconds(compile_s)} s)"
+    if steps:
+        text += f" at {steps:,} steps"
+    return text + (f", {seeds} seeds" if seeds else "")
+
+
+def summary(record: dict[str, Any]) -> str:
+    """The record as a table."""
+    return format_table(HEADERS, rows(record))
+
+
+def peers_section(r, base: Path, plot: Path | None = None) -> str:
+    from benchmarks.harness.report.markdown import provenance_block
+
+    d = r.data
+    parts = [f"### Against the JAX peers: {r.device}", provenance_block(r, base)]
+    if d.get("smoke"):
+        parts.append("**`--smoke` record: tiny budgets, one seed; nothing here is a result.**")
+    parts.append(
+        "Each peer ran in a venv of its own (its jax named in the table) as a subprocess of the "
+        "same run on the same CPU. Solved means solved on both sides: the deterministic stop "
+        "check reached the target and an independent deterministic evaluation of at least 32 "
+        "episodes (keys apart) did too. Times are training wall-clock (compile in, evaluations "
+        "out); the speed row is training env-steps/s at brax's published inverted_pendulum "
+        "settings with both sides on 64-64 networks. Load: the 1-minute load average beside "
+        "each figure."
+    )
+    parts.append(summary(d))
+    return "\n\n".join(parts)

@@ -1,0 +1,48 @@
+"""The peers suite: jaxsim's agents beside brax's PPO trainer and rejax, each peer in its own
+venv (`bash benchmarks/peers/setup_envs.sh`), skipped with that command where it is absent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.harness.report import schema as s
+from benchmarks.harness.suite import Plan, Suite
+from benchmarks.peers.report import peers_section
+
+_COMPARISON = (("comparison", s.DICT), ("comparison.ratio", s.optional(s.positive)))
+
+
+def args(p: Plan) -> list[str]:
+    if p.mode == "smoke":
+        return ["--smoke", "--cases", "rejax_ppo"]  # rejax's compile is the cheapest peer's
+    if p.mode == "quick":
+        return ["--cases", "brax_ppo_speed,rejax_ppo", "--seeds", "1"]
+    return []
+
+
+def problems(data: dict[str, Any]) -> list[str]:
+    cases = data.get("cases")
+    if not isinstance(cases, dict) or not cases:
+        return ["field 'cases' must be a non-empty dict of case -> result"]
+    found = []
+    for name, case in cases.items():
+        if not isinstance(case, dict):
+            found.append(f"field 'cases.{name}' must be a dict")
+        elif "skipped" not in case and "failed" not in case:
+            found += s.check(case, f"cases.{name}", _COMPARISON)
+    return found
+
+
+SUITE = Suite(
+    name="peers",
+    module="benchmarks.peers",
+    title="jaxsim's agents beside brax's PPO trainer and rejax (JAX peers, own venvs)",
+    heading="## Against the JAX peers: brax's trainer and rejax",
+    problems=problems,
+    section=peers_section,
+    args=args,
+    no_record=(
+        "Not measured (no peers record: `bash benchmarks/peers/setup_envs.sh` makes the peers' "
+        "venvs, then `python -m benchmarks.peers` writes one)."
+    ),
+)
