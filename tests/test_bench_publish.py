@@ -43,7 +43,8 @@ def test_smoke_run_in_a_clone_writes_under_runs_and_changes_no_tracked_file(tmp_
     records, the report and plots under runs/bench/<run>/, a summary printed, `git status`
     clean."""
     clone = _clone(tmp_path)
-    env = dict(os.environ, PYTHONPATH=str(clone))  # the clone's code, this interpreter
+    # The clone's code, this interpreter; the peers' own venvs absent, as on a fresh machine.
+    env = dict(os.environ, PYTHONPATH=str(clone), PEER_ENVS=str(tmp_path / "no_peer_envs"))
     cmd = [sys.executable, "-m", "benchmarks", "run", "--smoke"]
     proc = subprocess.run(cmd, cwd=clone, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
@@ -51,7 +52,7 @@ def test_smoke_run_in_a_clone_writes_under_runs_and_changes_no_tracked_file(tmp_
         ["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True
     )
     assert status.stdout == "", status.stdout  # nothing tracked changed, nothing new unignored
-    assert "[5/9] breakdown: ok" in proc.stdout  # the progress display
+    assert "[5/10] breakdown: ok" in proc.stdout  # the progress display
     (out,) = (clone / "runs" / "bench").iterdir()
     assert f"report: {out / 'RESULTS.md'}" in proc.stdout
     assert "| jaxsim (scan)" in proc.stdout  # the summary table
@@ -67,6 +68,7 @@ def test_smoke_run_in_a_clone_writes_under_runs_and_changes_no_tracked_file(tmp_
         "scaling": "ok",
         "adapters": "ok",
         "minatar": "ok",
+        "peers": "ok",
     }
     for name in registry.runnable():
         record = json.loads((out / by_suite[name]["record"]).read_text())
