@@ -1,7 +1,7 @@
 """jaxsim's agents beside the JAX training stacks a user would pick: brax's PPO trainer, rejax.
 
 Usage:
-  bash benchmarks/peers/setup_envs.sh                # once: the peers' own venvs (/work/peer_envs)
+  bash benchmarks/peers/setup_envs.sh                # once: the peers' own venvs (.peer_envs/)
   python -m benchmarks.peers                         # brax speed + time to 1000, rejax PPO/DQN
   python -m benchmarks.peers --cases rejax_ppo --seeds 1
   python -m benchmarks.peers --smoke                 # tiny budgets: checks that it runs
@@ -50,8 +50,9 @@ TARGET = 475.0  # CartPole-v1's return to solve, every algorithm
 
 
 def peer_python(peer: str) -> Path:
-    """The python of `peer`'s venv under $PEER_ENVS (default /work/peer_envs)."""
-    return Path(os.environ.get("PEER_ENVS", "/work/peer_envs")) / peer / "bin" / "python"
+    """The python of `peer`'s venv under $PEER_ENVS (default: .peer_envs/ in the repository)."""
+    default = Path(__file__).resolve().parents[2] / ".peer_envs"
+    return Path(os.environ.get("PEER_ENVS", default)) / peer / "bin" / "python"
 
 
 def peer_missing(peer: str) -> str | None:

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Makes the peers suite's own virtual environments, one per peer, outside the repository.
+# Makes the peers suite's own virtual environments, one per peer, in .peer_envs/ (git ignores it).
 #
 # Each peer pins what jaxsim cannot (an older jax for brax's trainers, an older gymnax for rejax,
 # torch for SBX), so none is installed into jaxsim's environment and jaxsim's pins never move.
 # Usage: bash benchmarks/peers/setup_envs.sh [brax|rejax|sbx ...]   (default: all three)
-# Environment: PEER_ENVS (default /work/peer_envs), PYTHON (default python3.11 or python3),
+# Environment: PEER_ENVS (default <repository>/.peer_envs), PYTHON (default python3.11 or python3),
 # TORCH_FIND_LINKS (a folder holding the CPU torch wheel, default /opt/wheels if it exists).
 set -euo pipefail
 
-root="${PEER_ENVS:-/work/peer_envs}"
+root="${PEER_ENVS:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/.peer_envs}"
 python="${PYTHON:-$(command -v python3.11 || command -v python3)}"
 links=()
 if [[ -d "${TORCH_FIND_LINKS:-/opt/wheels}" ]]; then links=(--find-links "${TORCH_FIND_LINKS:-/opt/wheels}"); fi
