@@ -43,7 +43,8 @@ def step_bytes(env_id: str, mode: str) -> dict[str, int]:
                 env, "random", 1, num_envs=1, key=jax.random.key(0), backend="scan", outputs=mode
             )
         )
-        state = traj.final_state
+        # next_key is read once per rollout (a continuation's key), not per step.
+        state = traj.final_state.replace(next_key=None)
         # Leaves with leading [n=1, num_envs=1]: the step's records. final_state is the carry;
         # stats and checks are per call, not per step.
         per_step = traj.replace(final_state=None, stats=None, checks=None)
