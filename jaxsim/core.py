@@ -38,7 +38,8 @@ class Env(Generic[State, Params]):
     - `init_state(u, params)`: a fresh state from `num_reset_uniforms` uniforms in [0, 1), each
       a scalar or, where `reset_shapes` declares it, an array (one uniform per particle, say);
     - `dynamics(state, action, params) -> (state, reward, terminated)`: one step of the MDP,
-      leaving the step counter `state.time` alone;
+      leaving the step counter `state.time` alone (`dynamics(state, action, params, u)` with
+      `num_step_uniforms` uniforms where the step draws random numbers);
     - `obs_fields(state, params)`: the observation's components, stacked on the last axis by
       `observe`.
 

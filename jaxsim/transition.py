@@ -382,7 +382,7 @@ def batch_step(
       params, params_axes: the rollout's params and which of their leaves are per environment
         (see `jaxsim.params.batch_axes`); fields drawn per episode come from `carry`.
       counter: the step number after this step (uint32), the counter of the reset draws.
-      draws: where resets (and per-episode params) come from.
+      draws: where resets (and per-episode params, and the dynamics' step uniforms) come from.
       keys: per-environment PRNG keys [batch] for a stochastic environment's dynamics, or None.
 
     Auto-reset is same-step and costs what it needs (`jaxsim.autoreset.auto_reset`): the reset
