@@ -304,6 +304,24 @@ def test_command_stops_at_its_time_budget(tmp_path):
     assert evaluation["steps"] == 32 and evaluation["solved_per_seed"] is None
 
 
+def test_seeds_train_one_after_another_each_a_run_of_its_own(tmp_path):
+    from agents.train import main
+
+    summary = main(_argv(tmp_path, "--seeds", "2", "--seed", "4", "--target-return", "5"))
+    evaluation = _eval_json(tmp_path)
+    assert evaluation["seeds"] == [4, 5] and evaluation["solved_per_seed"] == [True, True]
+    assert evaluation["steps_to_target_per_seed"] == [32, 32]
+    for k, seed in enumerate((4, 5)):
+        one = _eval_json(tmp_path / f"seed{k}")
+        assert one["mean_return"] == evaluation["per_seed_mean_return"][k]
+        assert json.loads((tmp_path / f"seed{k}/config.json").read_text())["seed"] == seed
+    a, b = (s["state"] for s in summary["seeds"])
+    assert not all(np.array_equal(x, y) for x, y in zip(_leaves(a), _leaves(b), strict=True))
+    # --resume reads the finished seeds back instead of training them again.
+    again = main(_argv(tmp_path, "--seeds", "2", "--seed", "4", "--target-return", "5", "--resume"))
+    assert again["eval"]["per_seed_mean_return"] == evaluation["per_seed_mean_return"]
+
+
 def test_bad_input_fails_before_work(capsys):
     from agents.train import main
 

@@ -18,6 +18,8 @@ SIGTERM stop after the update in flight, write a consistent checkpoint and exit 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import sys
 import time
@@ -206,15 +208,36 @@ def _setup_cache(parser: argparse.ArgumentParser, args: argparse.Namespace) -> s
     return setup(parser, args)
 
 
+@dataclasses.dataclass
+class _Shared:
+    """What every seed of a run shares: checked flags, the learner (its programs compile once
+    for all seeds) and the evaluator."""
+
+    args: argparse.Namespace
+    config: PPOConfig
+    dc: DecoupledConfig
+    learner: HostPPO
+    evaluator: HostEvaluator
+    target: float | None
+
+
+def seed_folder(out: str, seeds: int, k: int) -> str:
+    """Where seed number k of a run writes: `out` itself for one seed, `out/seed<k>` for more."""
+    return out if seeds == 1 else os.path.join(out, f"seed{k}")
+
+
 def main(argv: list[str] | None = None) -> dict:
-    """Runs the command; returns a summary (paths, evaluation, profile) for tests and scripts."""
+    """Runs the command; returns a summary (paths, evaluation, profile) for tests and scripts.
+
+    `--seeds N` trains seeds `--seed`, `--seed` + 1, ... one after another in this process (the
+    programs compile once), each a whole run of its own in `<out>/seed<k>` (`--resume` continues
+    the unfinished ones); `<out>/eval.json` gathers their evaluations per seed."""
 
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.algorithm != "ppo":
         parser.error(f"the decoupled mode (--env {args.env}) runs ppo, not {args.algorithm!r}")
-    if args.seeds != 1:
-        parser.error(f"--seeds must be 1 for a host environment, got {args.seeds}")
+    check_flag(parser, "--seeds", args.seeds, ge=1)
     check_flag(parser, "--checkpoint-every", args.checkpoint_every, ge=0)
     if args.time_budget is not None:
         check_flag(parser, "--time-budget", args.time_budget, float, gt=0)
@@ -231,8 +254,14 @@ def main(argv: list[str] | None = None) -> dict:
         check_out(out)
         if args.resume and args.overwrite:
             raise ValueError("--resume continues the run in --out, --overwrite replaces it")
+        outs = [seed_folder(out, args.seeds, k) for k in range(args.seeds)]
         if not args.resume:
-            check_no_run(out, args.overwrite)
+            for folder in dict.fromkeys([out, *outs]):
+                check_no_run(folder, args.overwrite)
+        elif args.seeds == 1 and not os.path.exists(os.path.join(out, "checkpoint.msgpack")):
+            raise ValueError(
+                f"--resume: no checkpoint at {os.path.join(out, 'checkpoint.msgpack')}"
+            )
         if args.profile is not None:
             check_out(args.profile)
         probe = make_pool(args.env, 1, args.seed)  # the spaces; fails early on a missing extra
@@ -245,8 +274,59 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"[ppo {args.env}] XLA compilation cache: {cache_dir or 'off'}", flush=True)
     learner = HostPPO(config, *spaces, args.env, vtrace=args.schedule == "free")
     if args.overwrite:  # every check passed: only now is the old run given up
-        clear_run(out)
+        for folder in dict.fromkeys([out, *outs]):
+            clear_run(folder)
+    run = _Shared(args, config, dc, learner, HostEvaluator(learner, args.env, max_steps or 27_000),
+               target)  # fmt: skip
+    summaries = []
+    for k, folder in enumerate(outs):
+        os.makedirs(folder, exist_ok=True)
+        summaries.append(_train_seed(parser, run, args.seed + k, folder))
+    if args.seeds == 1:
+        return summaries[0]
+    evaluation = _gather(run, [s["eval"] for s in summaries])
+    write_json_atomic(os.path.join(out, "eval.json"), finite_json(evaluation))
+    solved = evaluation["solved_per_seed"]
+    print(
+        f"[ppo {args.env} {dc.schedule}] {args.seeds} seeds: evaluation "
+        f"{evaluation['mean_return']:.1f} ± {evaluation['std_return_over_seeds']:.1f}"
+        + ("" if solved is None else f", {sum(solved)}/{args.seeds} solved")
+        + f"; outputs in {out}"
+    )
+    return {"out": out, "eval": evaluation, "seeds": summaries}
+
+
+def _gather(run: _Shared, evaluations: list[dict]) -> dict:
+    """The run's eval.json over its seeds (as agents.train's: lists per seed)."""
+    per_seed = np.array([e["mean_return"] for e in evaluations])
+    solved = [e["solved_per_seed"] for e in evaluations]
+    return {
+        "env": run.args.env,
+        "deterministic": True,
+        "seeds": [run.args.seed + k for k in range(len(evaluations))],
+        "episodes_per_seed": [e["episodes"] for e in evaluations],
+        "mean_return": float(per_seed.mean()),
+        "std_return_over_seeds": float(per_seed.std()),
+        "per_seed_mean_return": per_seed.tolist(),
+        "steps_per_seed": [e["steps"] for e in evaluations],
+        "target_return": run.target,
+        "solved_per_seed": None if run.target is None else [s[0] for s in solved],
+        "steps_to_target_per_seed": [e["steps_to_target_per_seed"][0] for e in evaluations],
+        "rejected_checks": [e["rejected_checks"] for e in evaluations],
+        "evaluation_wall_s": sum(e["evaluation_wall_s"] for e in evaluations),
+        "wall_time": sum(e["wall_time"] for e in evaluations),
+    }
+
+
+def _train_seed(parser: argparse.ArgumentParser, run: _Shared, seed: int, out: str) -> dict:
+    """One seed's whole run in `out`: resumed if its checkpoint is there under --resume (a
+    finished one is read back), else from scratch."""
+    args, config, learner, evaluator, target = (
+        run.args, run.config, run.learner, run.evaluator, run.target
+    )  # fmt: skip
+    dc = dataclasses.replace(run.dc, seed=seed)
     ckpt_path = os.path.join(out, "checkpoint.msgpack")
+    eval_path = os.path.join(out, "eval.json")
     meta = {
         "algorithm": "ppo",
         "env_id": args.env,
@@ -257,9 +337,8 @@ def main(argv: list[str] | None = None) -> dict:
         "target_return": target,
     }
     rows, wall_offset, solved = [], 0.0, {"update": None, "confirm": None, "rejected": []}
-    if args.resume:
-        if not os.path.exists(ckpt_path):
-            parser.error(f"--resume: no checkpoint at {ckpt_path}")
+    resuming = args.resume and os.path.exists(ckpt_path)
+    if resuming:
         state, saved = load_state(ckpt_path, learner)
         differ = [k for k in meta if saved.get(k) != meta[k]]
         if differ:
@@ -267,28 +346,31 @@ def main(argv: list[str] | None = None) -> dict:
                 f"--resume: {ckpt_path} was written with other {', '.join(differ)} "
                 f"({ {k: saved.get(k) for k in differ} }); pass the same flags, or a new --out"
             )
+        if saved.get("finished") and os.path.exists(eval_path):  # a seed done before
+            with open(eval_path) as f:
+                return {"out": out, "checkpoint": ckpt_path, "eval": json.load(f), "state": state}
         rows = [r for r in logs.read_metrics(out) if r["update"] <= int(state.update)]
         wall_offset = saved.get("wall_time", 0.0)
         solved.update(saved.get("solved", {}))
     else:
-        state = learner.init(jax.random.key(args.seed))
-    label = f"ppo {args.env} {dc.schedule}"
+        state = learner.init(jax.random.key(seed))
+    label = f"ppo {args.env} {dc.schedule}" + (f" seed {seed}" if args.seeds > 1 else "")
     progress = logs.TrainingProgress(
         1, config.num_updates, label, None if args.quiet else sys.stdout, rows, wall_offset
     )
-    evaluator = HostEvaluator(learner, args.env, max_steps or 27_000)
     final_episodes = max(config.eval_envs, MIN_EPISODES)
-    final_seed = evaluation_seed(args.seed)
+    final_seed = evaluation_seed(seed)
+    evaluated_before = evaluator.wall_s
     last = {"return": np.nan, "episodes": 0}
 
-    def save(state) -> None:
+    def save(state, finished: bool = False) -> None:
         logs.write_metrics(out, progress.rows)
-        extra = {"wall_time": progress.wall_time(), "solved": solved}
+        extra = {"wall_time": progress.wall_time(), "solved": solved, "finished": finished}
         save_state(ckpt_path, state, {**meta, **extra})
 
     def stop_check(state, u: int) -> tuple[float, float | None]:
         """(the check's mean return, the confirmation's or None); records a solve in `solved`."""
-        check = float(evaluator.returns(state, config.eval_envs, check_seed(args.seed, u)).mean())
+        check = float(evaluator.returns(state, config.eval_envs, check_seed(seed, u)).mean())
         if check < target:
             return check, None
         confirm = evaluator.returns(state, final_episodes, final_seed)
@@ -329,7 +411,7 @@ def main(argv: list[str] | None = None) -> dict:
     skip = 2 if config.num_updates - int(state.update) > 2 else 0
     end = int(state.update) if solved["update"] is not None else config.num_updates
     result = run_decoupled(learner, dc, state, end, on_update, profile_after=skip)
-    save(result.state)
+    save(result.state, finished=result.interrupted is None)
     if result.interrupted is not None:
         print(
             f"[{label}] {result.interrupted}: stopped after update {int(result.state.update)}; "
@@ -355,10 +437,10 @@ def main(argv: list[str] | None = None) -> dict:
         "solved_per_seed": None if target is None else [solved["update"] is not None],
         "steps_to_target_per_seed": [steps_to_target],
         "rejected_checks": solved["rejected"],
-        "evaluation_wall_s": evaluator.wall_s,
+        "evaluation_wall_s": evaluator.wall_s - evaluated_before,
         "wall_time": progress.wall_time(),
     }
-    write_json_atomic(os.path.join(out, "eval.json"), finite_json(evaluation))
+    write_json_atomic(eval_path, finite_json(evaluation))
     curve = None
     if not args.no_plot and progress.rows:
         title = f"PPO on {args.env} ({dc.schedule}, {dc.actors} actors)"
@@ -373,7 +455,8 @@ def main(argv: list[str] | None = None) -> dict:
     )
     if args.profile is not None:
         print(format_profile(result.profile))
-        path = os.path.join(args.profile, "decoupled_profile.json")
+        name = "decoupled_profile.json" if args.seeds == 1 else f"decoupled_profile_seed{seed}.json"
+        path = os.path.join(args.profile, name)
         write_json_atomic(path, finite_json({"label": label, "threads": result.profile}))
     return {
         "out": out,

@@ -113,16 +113,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--budget", type=float, default=180.0, help="wall seconds per run")
     p.add_argument("--log-every", type=int, default=5, help="updates between curve points")
+    # The preset's 1M steps ended a run inside a 180 s budget: the budget, not the steps, must
+    # end both runs. The preset anneals the learning rate over total_steps, so over more here.
+    p.add_argument("--total-steps", type=int, default=5_000_000, help="far beyond the budget")
     p.add_argument("--out", type=Path, default=RUNS_DIR / "decoupled_curves", help="stem")
     args = p.parse_args(argv)
-    if args.seeds < 1 or args.budget <= 0 or args.log_every < 1:
-        raise SystemExit("--seeds and --log-every must be >= 1 and --budget > 0")
-    extra = ["--log-every", str(args.log_every)]
+    if args.seeds < 1 or args.budget <= 0 or args.log_every < 1 or args.total_steps < 1:
+        raise SystemExit("--seeds, --log-every and --total-steps must be >= 1, --budget > 0")
+    extra = ["--log-every", str(args.log_every), "--total-steps", str(args.total_steps)]
     record: dict[str, Any] = {
         "benchmark": "decoupled_curves",
         "env": args.env,
         "seeds": args.seeds,
         "budget_s": args.budget,
+        "total_steps": args.total_steps,
         "command": " ".join(["python -m benchmarks.decoupled.curves", *(argv or sys.argv[1:])]),
         "load_average_start": list(os.getloadavg()),
         "runs": {s: [] for s in SCHEDULES},
