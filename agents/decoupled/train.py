@@ -76,7 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--env", required=True, help="gymnasium/<id> (original MinAtar too), envpool/<task>"
     )
     p.add_argument("--seed", type=int, default=0, help="PRNG seed (network, actions, pools)")
-    p.add_argument("--seeds", type=int, default=1, help="must be 1 in the decoupled mode")
+    p.add_argument(
+        "--seeds", type=int, default=1, help="seeds --seed, --seed+1, ... one after another"
+    )
     p.add_argument("--out", default=None, help="output folder (default runs/<env>)")
     p.add_argument("--checkpoint-every", type=int, default=0, help="updates between checkpoints")
     p.add_argument("--resume", action="store_true", help="continue <out>/checkpoint.msgpack")
