@@ -118,27 +118,51 @@ def eval_until_return(
     return EvalUntilReturn()
 
 
-def confirm_vec_env(env_id: str, seed: int):
-    """The environments that confirm a check (`eval_until_return`): `MIN_EPISODES` of them, one
-    episode each, seeded apart from the check's and the training ones'."""
+def gymnasium_vec_env(env_id: str, n_envs: int, seed: int):
+    """SB3's own vector env of Gymnasium's `env_id` (DummyVecEnv, Monitor-wrapped)."""
     from stable_baselines3.common.env_util import make_vec_env
 
-    return make_vec_env(env_id, n_envs=MIN_EPISODES, seed=CONFIRM_SEED_OFFSET + seed)
+    return make_vec_env(env_id, n_envs=n_envs, seed=seed)
+
+
+def envpool_vec_env(env_id: str, n_envs: int, seed: int):
+    """EnvPool's `env_id` as an SB3 VecEnv (`benchmarks.envpool_vec`)."""
+    from benchmarks.envpool_vec import envpool_vec_env as make
+
+    return make(env_id, n_envs, seed)
+
+
+VEC_ENVS = {"gymnasium": gymnasium_vec_env, "envpool": envpool_vec_env}
+"""Simulator -> make(env_id, n_envs, seed): the VecEnv SB3 trains and evaluates on."""
+
+
+def confirm_vec_env(env_id: str, seed: int, simulator: str = "gymnasium"):
+    """The environments that confirm a check (`eval_until_return`): `MIN_EPISODES` of them, one
+    episode each, seeded apart from the check's and the training ones'."""
+    return VEC_ENVS[simulator](env_id, MIN_EPISODES, CONFIRM_SEED_OFFSET + seed)
 
 
 def learn_sb3(
-    seed: int, target: float, max_steps: int, eval_every: int, episodes: int, threads: int
+    seed: int,
+    target: float,
+    max_steps: int,
+    eval_every: int,
+    episodes: int,
+    threads: int,
+    simulator: str = "gymnasium",
 ) -> dict:
+    """One seed of SB3's PPO to `target` on `simulator`'s CartPole-v1 (a key of VEC_ENVS): its
+    training, stop-check and confirming environments all come from it."""
     import torch
-    from stable_baselines3.common.env_util import make_vec_env
 
+    make = VEC_ENVS[simulator]
     default_threads = torch.get_num_threads()
     if threads > 0:
         torch.set_num_threads(threads)
     t_start, cpu_start = time.perf_counter(), time.process_time()
-    env = make_vec_env("CartPole-v1", n_envs=SB3_CARTPOLE["n_envs"], seed=seed)
-    eval_env = make_vec_env("CartPole-v1", n_envs=episodes, seed=10_000 + seed)
-    confirm_env = confirm_vec_env("CartPole-v1", seed)
+    env = make("CartPole-v1", SB3_CARTPOLE["n_envs"], seed)
+    eval_env = make("CartPole-v1", episodes, 10_000 + seed)
+    confirm_env = confirm_vec_env("CartPole-v1", seed, simulator)
     model = sb3_cartpole_ppo(env, seed)
     started = (t_start, cpu_start)
     callback = eval_until_return(eval_env, eval_every, episodes, target, started, confirm_env)
@@ -148,8 +172,11 @@ def learn_sb3(
     reached = first_solved(state["curve"])
     used_threads = torch.get_num_threads()
     torch.set_num_threads(default_threads)
+    for venv in (env, eval_env, confirm_env):
+        venv.close()
     return {
         "seed": seed,
+        "simulator": simulator,
         "loadavg_1min_after": os.getloadavg()[0],
         "torch_threads": used_threads,
         # Solved by the rule: its check and the independent evaluation reached the target.
@@ -221,10 +248,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-steps", type=int, default=SB3_CARTPOLE["n_timesteps"])
     p.add_argument("--eval-every", type=int, default=1024, help="env steps between checks")
     p.add_argument("--episodes", type=int, default=32, help="episodes per check")
+    p.add_argument(
+        "--simulator", choices=list(VEC_ENVS), default="gymnasium", help="whose CartPole-v1"
+    )
     p.add_argument("--out", required=True, help="result JSON")
     a = p.parse_args(argv)
     target = TARGETS["CartPole-v1"]
-    run = learn_sb3(a.seed, target, a.max_steps, a.eval_every, a.episodes, a.threads)
+    run = learn_sb3(a.seed, target, a.max_steps, a.eval_every, a.episodes, a.threads, a.simulator)
     write_json_atomic(a.out, json.loads(json.dumps(run)))
     return 0
 

@@ -255,6 +255,73 @@ def test_command_interrupt_checkpoint_and_resume(tmp_path, monkeypatch):
     assert (tmp_path / "checkpoint.msgpack").read_bytes() == before
 
 
+def _eval_json(out):
+    return json.loads((out / "eval.json").read_text())
+
+
+def test_command_stops_once_a_check_is_confirmed(tmp_path):
+    from agents.train import main
+
+    # Every CartPole episode lasts >= 8 steps: the first check (after update 1) and the
+    # independent evaluation both reach 5, so the run stops there with that update's state.
+    summary = main(_argv(tmp_path, "--total-steps", "320", "--target-return", "5"))
+    assert int(summary["state"].update) == 1
+    evaluation = _eval_json(tmp_path)
+    assert evaluation["solved_per_seed"] == [True]
+    assert evaluation["steps_to_target_per_seed"] == [32] and evaluation["steps"] == 32
+    assert evaluation["episodes"] >= 32 and evaluation["mean_return"] >= 5
+    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["update"] for r in rows] == [1] and rows[0]["solved_seeds"] == 1
+
+
+def test_a_check_the_independent_evaluation_rejects_does_not_stop_the_run(tmp_path, monkeypatch):
+    from agents.train import main
+
+    seen = []
+
+    def returns(self, state, episodes, seed):  # the check (2 episodes) at 10, the rest at 1
+        seen.append((episodes, seed))
+        return np.full(episodes, 10.0 if episodes == 2 else 1.0)
+
+    monkeypatch.setattr(decoupled_train.HostEvaluator, "returns", returns)
+    main(_argv(tmp_path, "--target-return", "5"))
+    evaluation = _eval_json(tmp_path)
+    assert evaluation["solved_per_seed"] == [False] and evaluation["steps"] == 96
+    assert [r["update"] for r in evaluation["rejected_checks"]] == [1, 2, 3]
+    assert evaluation["mean_return"] == 1.0 and evaluation["episodes"] == 32
+    checks = {seed for n, seed in seen if n == 2}
+    confirms = {seed for n, seed in seen if n == 32}
+    assert len(checks) == 3 and len(confirms) == 1 and not checks & confirms  # seeded apart
+
+
+def test_command_stops_at_its_time_budget(tmp_path):
+    from agents.train import main
+
+    summary = main(_argv(tmp_path, "--total-steps", "320", "--target-return", "none",
+                         "--time-budget", "0.001"))  # fmt: skip
+    assert int(summary["state"].update) == 1
+    evaluation = _eval_json(tmp_path)
+    assert evaluation["steps"] == 32 and evaluation["solved_per_seed"] is None
+
+
+def test_seeds_train_one_after_another_each_a_run_of_its_own(tmp_path):
+    from agents.train import main
+
+    summary = main(_argv(tmp_path, "--seeds", "2", "--seed", "4", "--target-return", "5"))
+    evaluation = _eval_json(tmp_path)
+    assert evaluation["seeds"] == [4, 5] and evaluation["solved_per_seed"] == [True, True]
+    assert evaluation["steps_to_target_per_seed"] == [32, 32]
+    for k, seed in enumerate((4, 5)):
+        one = _eval_json(tmp_path / f"seed{k}")
+        assert one["mean_return"] == evaluation["per_seed_mean_return"][k]
+        assert json.loads((tmp_path / f"seed{k}/config.json").read_text())["seed"] == seed
+    a, b = (s["state"] for s in summary["seeds"])
+    assert not all(np.array_equal(x, y) for x, y in zip(_leaves(a), _leaves(b), strict=True))
+    # --resume reads the finished seeds back instead of training them again.
+    again = main(_argv(tmp_path, "--seeds", "2", "--seed", "4", "--target-return", "5", "--resume"))
+    assert again["eval"]["per_seed_mean_return"] == evaluation["per_seed_mean_return"]
+
+
 def test_bad_input_fails_before_work(capsys):
     from agents.train import main
 

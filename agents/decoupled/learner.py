@@ -98,8 +98,11 @@ class HostPPO(PPOLearner):
         self.setup_learning(obs_space, action_space, env_id)
         self.advantages = vtrace_advantages(config.gamma, config.gae_lambda) if vtrace else None
         self.update = jax.jit(self._update, compiler_options=compiler_options())
+        # One program (kept by the compilation cache) instead of a compile per eager op: ~2 s
+        # of a warm CartPole run's start-up on 2 loaded cores.
+        self.init = jax.jit(self._init, compiler_options=compiler_options())
 
-    def init(self, key: jax.Array) -> LearnerState:
+    def _init(self, key: jax.Array) -> LearnerState:
         k_net, k_run = jax.random.split(key)
         params = self.init_params(k_net)
         return LearnerState(

@@ -178,16 +178,17 @@ def run_decoupled(
     dc: DecoupledConfig,
     state: LearnerState,
     num_updates: int,
-    on_update: Callable[[LearnerState, UpdateReport], None] | None = None,
+    on_update: Callable[[LearnerState, UpdateReport], bool | None] | None = None,
     pool_factory: Callable[[int, int, int], HostPool] | None = None,
     profile_after: int = 0,
 ) -> RunResult:
     """Runs `state` to `num_updates` updates with `dc.actors` actor threads.
 
     Returns when done, or when Ctrl-C / SIGTERM arrives (`interrupted` says which; `state` is
-    the last whole update's). An actor's exception stops every thread and is raised here as
-    ActorFailed with the actor's traceback. `pool_factory(actor, num_envs, seed)` makes an
-    actor's pool (default: `make_pool` of `dc.env_id`). The profile counts from the end of
+    the last whole update's), or when `on_update` returns True (a stop check found the target:
+    `state` is the update it checked). An actor's exception stops every thread and is raised
+    here as ActorFailed with the actor's traceback. `pool_factory(actor, num_envs, seed)` makes
+    an actor's pool (default: `make_pool` of `dc.env_id`). The profile counts from the end of
     update `start + profile_after` on (0: from the start, compilation included).
     """
     config = learner.config
@@ -274,8 +275,10 @@ def run_decoupled(
                         episode_returns=np.concatenate([m.episode_returns for m in msgs]),
                         staleness=float(np.mean([update - m.version for m in msgs])),
                     )
-                    on_update(state, report)
-                timer.add("report", t)
+                    done = on_update(state, report)
+                    timer.add("report", t)
+                    if done:
+                        break
     except Stopped:
         pass  # an actor failed: raised below, with its traceback
     except KeyboardInterrupt as e:

@@ -2,7 +2,13 @@
 
 `agents.train` hands host ids (`gymnasium/<id>`, `envpool/<task>`, `MinAtar/<Game>-v0`) here.
 Every PPOConfig field is a flag, over the preset of the same task (`CartPole-v1`, and
-`gymnax/Breakout-MinAtar` for MinAtar Breakout). Writes to `--out`: checkpoint.msgpack +
+`gymnax/Breakout-MinAtar` for MinAtar Breakout). With a target return (the task's,
+`agents.presets.TARGETS`, or `--target-return`) every `log_every` updates end with a stop check
+as `agents.train`'s: a deterministic evaluation of `eval_envs` episodes on a fresh pool; one at
+the target is confirmed by an independent evaluation (>= 32 episodes, environments seeded apart:
+the final evaluation's) and the run stops there (`agents.loop.confirmed`), or trains on.
+The compilation cache is on as in `agents.train` (`--compilation-cache DIR`,
+`--no-compilation-cache`). Writes to `--out`: checkpoint.msgpack +
 config.json (the learner's state: `--resume` continues it; host environments cannot be saved,
 so a resumed run starts fresh episodes), metrics.csv / .jsonl, curve.png, eval.json, and with
 `--profile DIR` DIR/decoupled_profile.json (per thread: acting, waiting, learning). Ctrl-C and
@@ -12,8 +18,11 @@ SIGTERM stop after the update in flight, write a consistent checkpoint and exit 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import sys
+import time
 
 import jax
 import numpy as np
@@ -22,11 +31,14 @@ from agents import logs
 from agents.decoupled.host_envs import MissingDependency, make_pool
 from agents.decoupled.learner import HostPPO, load_state, save_state
 from agents.decoupled.run import SCHEDULES, DecoupledConfig, format_profile, run_decoupled
+from agents.loop import MIN_EPISODES, confirmed
 from agents.networks import to_policy
 from agents.ppo import PPOConfig
-from agents.presets import config_for
+from agents.presets import config_for, target_for
 from agents.structs import Metrics
 from agents.train_args import (
+    NO_TARGET,
+    _target,
     add_config_flags,
     check_flag,
     check_no_run,
@@ -34,6 +46,7 @@ from agents.train_args import (
     clear_run,
     config_overrides,
 )
+from jaxsim import compile_cache
 from jaxsim.files import finite_json, write_json_atomic
 
 
@@ -43,6 +56,12 @@ def preset_id(env_id: str) -> str:
     if name.startswith("MinAtar/"):
         return "gymnax/" + name.removeprefix("MinAtar/").rsplit("-v", 1)[0] + "-MinAtar"
     return name
+
+
+def task_target(env_id: str) -> float | None:
+    """The preset target return of a host id's task (`CartPole-v1` for `envpool/CartPole-v1`,
+    `MinAtar/Breakout-v0` for `gymnasium/MinAtar/Breakout-v0`), or None."""
+    return target_for(env_id.removeprefix("gymnasium/").removeprefix("envpool/"), "ppo")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,7 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--env", required=True, help="gymnasium/<id> (original MinAtar too), envpool/<task>"
     )
     p.add_argument("--seed", type=int, default=0, help="PRNG seed (network, actions, pools)")
-    p.add_argument("--seeds", type=int, default=1, help="must be 1 in the decoupled mode")
+    p.add_argument(
+        "--seeds", type=int, default=1, help="seeds --seed, --seed+1, ... one after another"
+    )
     p.add_argument("--out", default=None, help="output folder (default runs/<env>)")
     p.add_argument("--checkpoint-every", type=int, default=0, help="updates between checkpoints")
     p.add_argument("--resume", action="store_true", help="continue <out>/checkpoint.msgpack")
@@ -75,32 +96,82 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-plot", action="store_true", help="skip curve.png")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--profile", metavar="DIR", default=None, help="per-thread phase table")
+    p.add_argument(
+        "--target-return",
+        type=_target,
+        default=None,
+        help="stop once a stop check (eval_envs deterministic episodes every log_every updates) "
+        f"and an independent evaluation confirming it (>= {MIN_EPISODES} episodes, the final "
+        "evaluation's) reach this mean return; 'none' trains the whole budget (default: the "
+        "task's preset target, agents.presets.TARGETS)",
+    )
+    p.add_argument(
+        "--compilation-cache",
+        metavar="DIR",
+        default=None,
+        help="JAX's persistent compilation cache folder (default: "
+        f"${compile_cache.ENV_VAR}, else ~/.cache/jaxsim/xla)",
+    )
+    p.add_argument("--no-compilation-cache", action="store_true", help="compile afresh")
+    p.add_argument(
+        "--time-budget",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop after the first update that ends this many wall seconds into training "
+        "(the metrics' wall_time: compiles and stop checks in, imports out), as if the budget "
+        "of steps had run out",
+    )
     add_config_flags(p, PPOConfig, "(defaults: the task's preset)")
     return p
 
 
-def host_evaluate(learner: HostPPO, state, env_id: str, seed: int, max_steps: int) -> np.ndarray:
-    """Returns of the first episode of each of `eval_envs` environments, deterministic policy
-    (an episode still running after `max_steps` counts with its return so far)."""
-    n = learner.config.eval_envs
-    pool = make_pool(env_id, n, seed)
-    acting = learner.acting(state)
-    policy = jax.jit(lambda a, obs: to_policy(a.params, a.obs_stats, True)(jax.random.key(0), obs))
-    returns, done = np.zeros(n), np.zeros(n, bool)
-    try:
-        rows = pool.reset()
-        for _ in range(max_steps):
-            action = np.asarray(policy(acting, rows.obs)[0])
-            pool.send(action, rows.env_ids)
-            rows = pool.recv()
-            live = rows.transition & ~done[rows.env_ids]
-            returns[rows.env_ids[live]] += rows.reward[live]
-            done[rows.env_ids[live & (rows.terminated | rows.truncated)]] = True
-            if done.all():
-                break
-    finally:
-        pool.close()
-    return returns
+def _greedy_action(acting, obs):
+    return to_policy(acting.params, acting.obs_stats, True)(jax.random.key(0), obs)[0]
+
+
+class HostEvaluator:
+    """Deterministic evaluations of the learner's policy on fresh host pools, the first episode
+    of each environment: the stop checks and the independent evaluation that confirms one."""
+
+    def __init__(self, learner: HostPPO, env_id: str, max_steps: int):
+        self.learner, self.env_id, self.max_steps = learner, env_id, max_steps
+        self.policy = jax.jit(_greedy_action)  # once: every evaluation reuses its compile
+        self.wall_s = 0.0  # seconds spent evaluating, all calls together
+
+    def returns(self, state, episodes: int, seed: int) -> np.ndarray:
+        """float64[episodes] returns (an episode still running after `max_steps` counts with
+        its return so far), on `episodes` environments of a pool seeded `seed`."""
+        t0 = time.perf_counter()
+        pool = make_pool(self.env_id, episodes, seed)
+        acting = self.learner.acting(state)
+        returns, done = np.zeros(episodes), np.zeros(episodes, bool)
+        try:
+            rows = pool.reset()
+            for _ in range(self.max_steps):
+                action = np.asarray(self.policy(acting, rows.obs))
+                pool.send(action, rows.env_ids)
+                rows = pool.recv()
+                live = rows.transition & ~done[rows.env_ids]
+                returns[rows.env_ids[live]] += rows.reward[live]
+                done[rows.env_ids[live & (rows.terminated | rows.truncated)]] = True
+                if done.all():
+                    break
+        finally:
+            pool.close()
+            self.wall_s += time.perf_counter() - t0
+        return returns
+
+
+def check_seed(seed: int, update: int) -> int:
+    """The pool seed of the stop check after `update` updates (as `agents.loop.check_keys`)."""
+    return int(np.random.SeedSequence([seed, 2, update]).generate_state(1)[0] % 2**30)
+
+
+def evaluation_seed(seed: int) -> int:
+    """The pool seed of the final, confirming evaluation (as `agents.loop.evaluation_keys`): apart
+    from every stop check's and from the actors' (`DecoupledConfig.pool_seed`)."""
+    return int(np.random.SeedSequence([seed, 1]).generate_state(1)[0] % 2**30)
 
 
 def decoupled_config(args: argparse.Namespace) -> DecoupledConfig:
@@ -117,16 +188,66 @@ def decoupled_config(args: argparse.Namespace) -> DecoupledConfig:
     )
 
 
+def _metrics(update: int, report, last: dict) -> Metrics:
+    """A one-seed Metrics row of `report` (`last`: the latest return and episodes since the
+    previous row); resets the episode count."""
+    one = np.ones(1, np.float32)
+    metrics = Metrics(
+        update=np.array([update]),
+        steps=np.array([report.env_steps]),
+        mean_return=last["return"] * one,
+        episodes=last["episodes"] * one,
+        loss=jax.tree.map(lambda x: np.float32(x) * one, report.loss),
+    )
+    last["episodes"] = 0
+    return metrics
+
+
+def _setup_cache(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
+    from agents.train import _setup_cache as setup  # one rule for both modes (a lazy import:
+    # agents.train hands host ids here)
+
+    return setup(parser, args)
+
+
+@dataclasses.dataclass
+class _Shared:
+    """What every seed of a run shares: checked flags, the learner (its programs compile once
+    for all seeds) and the evaluator."""
+
+    args: argparse.Namespace
+    config: PPOConfig
+    dc: DecoupledConfig
+    learner: HostPPO
+    evaluator: HostEvaluator
+    target: float | None
+
+
+def seed_folder(out: str, seeds: int, k: int) -> str:
+    """Where seed number k of a run writes: `out` itself for one seed, `out/seed<k>` for more."""
+    return out if seeds == 1 else os.path.join(out, f"seed{k}")
+
+
 def main(argv: list[str] | None = None) -> dict:
-    """Runs the command; returns a summary (paths, evaluation, profile) for tests and scripts."""
+    """Runs the command; returns a summary (paths, evaluation, profile) for tests and scripts.
+
+    `--seeds N` trains seeds `--seed`, `--seed` + 1, ... one after another in this process (the
+    programs compile once), each a whole run of its own in `<out>/seed<k>` (`--resume` continues
+    the unfinished ones); `<out>/eval.json` gathers their evaluations per seed."""
 
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.algorithm != "ppo":
         parser.error(f"the decoupled mode (--env {args.env}) runs ppo, not {args.algorithm!r}")
-    if args.seeds != 1:
-        parser.error(f"--seeds must be 1 for a host environment, got {args.seeds}")
+    check_flag(parser, "--seeds", args.seeds, ge=1)
     check_flag(parser, "--checkpoint-every", args.checkpoint_every, ge=0)
+    if args.time_budget is not None:
+        check_flag(parser, "--time-budget", args.time_budget, float, gt=0)
+    target = args.target_return
+    if target is None:
+        target = task_target(args.env)
+    elif target == NO_TARGET:
+        target = None
     try:
         config = config_for(preset_id(args.env), "ppo", **config_overrides(args, PPOConfig))
         dc = decoupled_config(args)
@@ -135,19 +256,79 @@ def main(argv: list[str] | None = None) -> dict:
         check_out(out)
         if args.resume and args.overwrite:
             raise ValueError("--resume continues the run in --out, --overwrite replaces it")
+        outs = [seed_folder(out, args.seeds, k) for k in range(args.seeds)]
         if not args.resume:
-            check_no_run(out, args.overwrite)
+            for folder in dict.fromkeys([out, *outs]):
+                check_no_run(folder, args.overwrite)
+        elif args.seeds == 1 and not os.path.exists(os.path.join(out, "checkpoint.msgpack")):
+            raise ValueError(
+                f"--resume: no checkpoint at {os.path.join(out, 'checkpoint.msgpack')}"
+            )
         if args.profile is not None:
             check_out(args.profile)
         probe = make_pool(args.env, 1, args.seed)  # the spaces; fails early on a missing extra
         spaces, max_steps = (probe.observation_space, probe.action_space), probe.max_episode_steps
         probe.close()
-        learner = HostPPO(config, *spaces, args.env, vtrace=args.schedule == "free")
     except (ValueError, TypeError, MissingDependency) as e:
         parser.error(str(e))
+    cache_dir = _setup_cache(parser, args)  # before the learner's first compile
+    if not args.quiet:
+        print(f"[ppo {args.env}] XLA compilation cache: {cache_dir or 'off'}", flush=True)
+    learner = HostPPO(config, *spaces, args.env, vtrace=args.schedule == "free")
     if args.overwrite:  # every check passed: only now is the old run given up
-        clear_run(out)
+        for folder in dict.fromkeys([out, *outs]):
+            clear_run(folder)
+    run = _Shared(args, config, dc, learner, HostEvaluator(learner, args.env, max_steps or 27_000),
+               target)  # fmt: skip
+    summaries = []
+    for k, folder in enumerate(outs):
+        os.makedirs(folder, exist_ok=True)
+        summaries.append(_train_seed(parser, run, args.seed + k, folder))
+    if args.seeds == 1:
+        return summaries[0]
+    evaluation = _gather(run, [s["eval"] for s in summaries])
+    write_json_atomic(os.path.join(out, "eval.json"), finite_json(evaluation))
+    solved = evaluation["solved_per_seed"]
+    print(
+        f"[ppo {args.env} {dc.schedule}] {args.seeds} seeds: evaluation "
+        f"{evaluation['mean_return']:.1f} ± {evaluation['std_return_over_seeds']:.1f}"
+        + ("" if solved is None else f", {sum(solved)}/{args.seeds} solved")
+        + f"; outputs in {out}"
+    )
+    return {"out": out, "eval": evaluation, "seeds": summaries}
+
+
+def _gather(run: _Shared, evaluations: list[dict]) -> dict:
+    """The run's eval.json over its seeds (as agents.train's: lists per seed)."""
+    per_seed = np.array([e["mean_return"] for e in evaluations])
+    solved = [e["solved_per_seed"] for e in evaluations]
+    return {
+        "env": run.args.env,
+        "deterministic": True,
+        "seeds": [run.args.seed + k for k in range(len(evaluations))],
+        "episodes_per_seed": [e["episodes"] for e in evaluations],
+        "mean_return": float(per_seed.mean()),
+        "std_return_over_seeds": float(per_seed.std()),
+        "per_seed_mean_return": per_seed.tolist(),
+        "steps_per_seed": [e["steps"] for e in evaluations],
+        "target_return": run.target,
+        "solved_per_seed": None if run.target is None else [s[0] for s in solved],
+        "steps_to_target_per_seed": [e["steps_to_target_per_seed"][0] for e in evaluations],
+        "rejected_checks": [e["rejected_checks"] for e in evaluations],
+        "evaluation_wall_s": sum(e["evaluation_wall_s"] for e in evaluations),
+        "wall_time": sum(e["wall_time"] for e in evaluations),
+    }
+
+
+def _train_seed(parser: argparse.ArgumentParser, run: _Shared, seed: int, out: str) -> dict:
+    """One seed's whole run in `out`: resumed if its checkpoint is there under --resume (a
+    finished one is read back), else from scratch."""
+    args, config, learner, evaluator, target = (
+        run.args, run.config, run.learner, run.evaluator, run.target
+    )  # fmt: skip
+    dc = dataclasses.replace(run.dc, seed=seed)
     ckpt_path = os.path.join(out, "checkpoint.msgpack")
+    eval_path = os.path.join(out, "eval.json")
     meta = {
         "algorithm": "ppo",
         "env_id": args.env,
@@ -155,11 +336,11 @@ def main(argv: list[str] | None = None) -> dict:
         "actors": dc.actors,
         "seed": dc.seed,
         "config": config.to_dict(),
+        "target_return": target,
     }
-    rows, wall_offset = [], 0.0
-    if args.resume:
-        if not os.path.exists(ckpt_path):
-            parser.error(f"--resume: no checkpoint at {ckpt_path}")
+    rows, wall_offset, solved = [], 0.0, {"update": None, "confirm": None, "rejected": []}
+    resuming = args.resume and os.path.exists(ckpt_path)
+    if resuming:
         state, saved = load_state(ckpt_path, learner)
         differ = [k for k in meta if saved.get(k) != meta[k]]
         if differ:
@@ -167,43 +348,72 @@ def main(argv: list[str] | None = None) -> dict:
                 f"--resume: {ckpt_path} was written with other {', '.join(differ)} "
                 f"({ {k: saved.get(k) for k in differ} }); pass the same flags, or a new --out"
             )
+        if saved.get("finished") and os.path.exists(eval_path):  # a seed done before
+            with open(eval_path) as f:
+                return {"out": out, "checkpoint": ckpt_path, "eval": json.load(f), "state": state}
         rows = [r for r in logs.read_metrics(out) if r["update"] <= int(state.update)]
         wall_offset = saved.get("wall_time", 0.0)
+        solved.update(saved.get("solved", {}))
     else:
-        state = learner.init(jax.random.key(args.seed))
-    label = f"ppo {args.env} {dc.schedule}"
+        state = learner.init(jax.random.key(seed))
+    label = f"ppo {args.env} {dc.schedule}" + (f" seed {seed}" if args.seeds > 1 else "")
     progress = logs.TrainingProgress(
         1, config.num_updates, label, None if args.quiet else sys.stdout, rows, wall_offset
     )
+    final_episodes = max(config.eval_envs, MIN_EPISODES)
+    final_seed = evaluation_seed(seed)
+    evaluated_before = evaluator.wall_s
     last = {"return": np.nan, "episodes": 0}
 
-    def save(state) -> None:
+    def save(state, finished: bool = False) -> None:
         logs.write_metrics(out, progress.rows)
-        save_state(ckpt_path, state, {**meta, "wall_time": progress.wall_time()})
+        extra = {"wall_time": progress.wall_time(), "solved": solved, "finished": finished}
+        save_state(ckpt_path, state, {**meta, **extra})
 
-    def on_update(state, report) -> None:
+    def stop_check(state, u: int) -> tuple[float, float | None]:
+        """(the check's mean return, the confirmation's or None); records a solve in `solved`."""
+        check = float(evaluator.returns(state, config.eval_envs, check_seed(seed, u)).mean())
+        if check < target:
+            return check, None
+        confirm = evaluator.returns(state, final_episodes, final_seed)
+        if confirmed(check, confirm, target):
+            solved.update(update=u, confirm=confirm.tolist())
+        else:
+            solved["rejected"].append(
+                {"update": u, "check_return": check, "confirm_return": float(confirm.mean())}
+            )
+        return check, float(confirm.mean())
+
+    def on_update(state, report) -> bool:
         if len(report.episode_returns):
             last["return"] = float(report.episode_returns.mean())
         last["episodes"] += len(report.episode_returns)
         u = report.update
         if u % config.log_every == 0 or u == config.num_updates:
+            check = confirm = None
+            if target is not None:
+                check, confirm = stop_check(state, u)
             one = np.ones(1, np.float32)
-            metrics = Metrics(
-                update=np.array([u]),
-                steps=np.array([report.env_steps]),
-                mean_return=last["return"] * one,
-                episodes=last["episodes"] * one,
-                loss=jax.tree.map(lambda x: np.float32(x) * one, report.loss),
+            progress.report_chunk(
+                u,
+                report.env_steps,
+                _metrics(u, report, last),
+                None if check is None else check * one,
+                None if check is None else int(solved["update"] is not None),
+                None if confirm is None else confirm * one,
             )
-            progress.report_chunk(u, report.env_steps, metrics)
-            last["episodes"] = 0
+        over = args.time_budget is not None and progress.wall_time() >= args.time_budget
+        if over and not (u % config.log_every == 0 or u == config.num_updates):
+            progress.report_chunk(u, report.env_steps, _metrics(u, report, last))
         if args.checkpoint_every and u % args.checkpoint_every == 0:
             save(state)
+        return solved["update"] is not None or over
 
     # The profile leaves out the first two updates (compiling the update and the policy).
     skip = 2 if config.num_updates - int(state.update) > 2 else 0
-    result = run_decoupled(learner, dc, state, config.num_updates, on_update, profile_after=skip)
-    save(result.state)
+    end = int(state.update) if solved["update"] is not None else config.num_updates
+    result = run_decoupled(learner, dc, state, end, on_update, profile_after=skip)
+    save(result.state, finished=result.interrupted is None)
     if result.interrupted is not None:
         print(
             f"[{label}] {result.interrupted}: stopped after update {int(result.state.update)}; "
@@ -211,29 +421,44 @@ def main(argv: list[str] | None = None) -> dict:
             file=sys.stderr,
         )
         raise SystemExit(143 if result.interrupted == "SIGTERM" else 130)
-    eval_seed = int(np.random.SeedSequence([args.seed, 1]).generate_state(1)[0] % 2**30)
-    returns = host_evaluate(learner, result.state, args.env, eval_seed, max_steps or 27_000)
+    if solved["update"] is not None:  # the evaluation that confirmed it is the final one
+        returns = np.asarray(solved["confirm"])
+    else:
+        returns = evaluator.returns(result.state, final_episodes, final_seed)
+    steps_to_target = None if solved["update"] is None else solved["update"] * config.batch_size
     evaluation = {
         "env": args.env,
         "deterministic": True,
-        "episodes": config.eval_envs,
+        "episodes": int(returns.size),
         "mean_return": float(returns.mean()),
         "returns": returns.tolist(),
         "steps": int(result.state.update) * config.batch_size,
+        "target_return": target,
+        # As agents.train's (one seed): solved means a stop check and this evaluation (pools
+        # seeded apart from the check's) both reached the target (agents.loop.confirmed).
+        "solved_per_seed": None if target is None else [solved["update"] is not None],
+        "steps_to_target_per_seed": [steps_to_target],
+        "rejected_checks": solved["rejected"],
+        "evaluation_wall_s": evaluator.wall_s - evaluated_before,
         "wall_time": progress.wall_time(),
     }
-    write_json_atomic(os.path.join(out, "eval.json"), finite_json(evaluation))
+    write_json_atomic(eval_path, finite_json(evaluation))
     curve = None
     if not args.no_plot and progress.rows:
         title = f"PPO on {args.env} ({dc.schedule}, {dc.actors} actors)"
         curve = logs.plot_curve(progress.rows, os.path.join(out, "curve.png"), title)
+    stop = ""
+    if target is not None:
+        stop = f", solved at {steps_to_target:,} steps" if steps_to_target else ", not solved"
+        stop += f" (target {target:g})"
     print(
-        f"[{label}] evaluation (deterministic, {config.eval_envs} episodes): "
-        f"{returns.mean():.1f}; outputs in {out}"
+        f"[{label}] evaluation (deterministic, {returns.size} episodes): "
+        f"{returns.mean():.1f}{stop}; outputs in {out}"
     )
     if args.profile is not None:
         print(format_profile(result.profile))
-        path = os.path.join(args.profile, "decoupled_profile.json")
+        name = "decoupled_profile.json" if args.seeds == 1 else f"decoupled_profile_seed{seed}.json"
+        path = os.path.join(args.profile, name)
         write_json_atomic(path, finite_json({"label": label, "threads": result.profile}))
     return {
         "out": out,

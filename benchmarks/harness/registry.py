@@ -25,11 +25,11 @@ BASELINES = {
     "gymnasium_sync": ("Gymnasium SyncVectorEnv", "gymnasium", "throughput, breakdown"),
     "gymnasium_async": ("Gymnasium AsyncVectorEnv", "gymnasium", "throughput"),
     "gymnasium_numpy": ("Gymnasium numpy-vectorized CartPole", "gymnasium", "throughput"),
-    "envpool": ("EnvPool", "envpool", "throughput"),
+    "envpool": ("EnvPool", "envpool", "throughput, decoupled"),
     "gymnax": ("gymnax", "gymnax", "throughput, adapters, minatar"),
     "brax": ("brax's own jit(scan(step)) loop, its auto-reset", "brax", "adapters"),
     "torch": ("eager-PyTorch vectorized CartPole", "torch", "throughput"),
-    "sb3": ("Stable-Baselines3 PPO", "stable-baselines3", "ppo"),
+    "sb3": ("Stable-Baselines3 PPO", "stable-baselines3", "ppo, decoupled"),
 }
 
 # One line per suite: the package that holds it. The order is the report's and the runs'.
@@ -41,6 +41,7 @@ PACKAGES = (
     "benchmarks.breakdown",
     "benchmarks.offpolicy",
     "benchmarks.offpolicy_solve",
+    "benchmarks.decoupled",
     "benchmarks.adapters",
     "benchmarks.minatar",
     "benchmarks.scaling",
