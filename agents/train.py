@@ -45,8 +45,8 @@ from agents.train_args import (
     check_out,
     clear_run,
     config_overrides,
+    setup_cache,
 )
-from jaxsim import compile_cache
 from jaxsim.files import finite_json, remove_stale_temporaries, write_json_atomic
 from jaxsim.profiler import check_output_dir
 
@@ -111,7 +111,7 @@ def _prepare(parser: argparse.ArgumentParser, args: argparse.Namespace, command:
             check_output_dir(args.profile)
         except OSError as e:
             parser.error(f"--profile: {e}")
-    cache_dir = _setup_cache(parser, args)
+    cache_dir = setup_cache(parser, args)
     if not args.quiet:
         where = cache_dir or "off"
         print(f"[{args.algorithm} {args.env}] XLA compilation cache: {where}", flush=True)
@@ -157,32 +157,6 @@ def _prepare(parser: argparse.ArgumentParser, args: argparse.Namespace, command:
     return _Run(
         args, agent_cls, agent, config, env, mesh, out, ckpt_path, ckpt, target, progress, command
     )
-
-
-def _setup_cache(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
-    """Turns the compilation cache on (or off); returns its folder. A folder the user named
-    that cannot be used is an error; the default one (a read-only home) falls back to no
-    cache with one warning, since the run does not need it."""
-    if args.no_compilation_cache:
-        compile_cache.disable()
-        return None
-    try:
-        return compile_cache.enable(args.compilation_cache)
-    except ValueError as e:
-        if args.compilation_cache is not None:
-            parser.error(f"--compilation-cache: {e}")
-        compile_cache.disable()
-        source = (
-            f"${compile_cache.ENV_VAR}"
-            if os.environ.get(compile_cache.ENV_VAR)
-            else "the default folder"
-        )
-        print(
-            f"warning: {e} ({source}); compiling without a cache (--compilation-cache DIR "
-            "names a writable folder, --no-compilation-cache silences this)",
-            file=sys.stderr,
-        )
-        return None
 
 
 def _load_for_resume(ckpt_path: str, args: argparse.Namespace, env: jaxsim.Env, config):

@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import dataclasses
 import os
+import sys
 import tempfile
 import typing
 
@@ -40,7 +41,7 @@ RUN_FILES = (
 NO_TARGET = "none"
 
 
-def _target(text: str) -> float | str:
+def target_return(text: str) -> float | str:
     if text.strip().lower() == NO_TARGET:
         return NO_TARGET
     try:
@@ -95,7 +96,7 @@ def build_parser(algorithm: str = "ppo") -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--target-return",
-        type=_target,
+        type=target_return,
         default=None,
         help="stop a seed once its deterministic evaluation (eval_envs episodes, checked every "
         "log_every updates) and an independent one confirming it (>= 32 episodes, the final "
@@ -193,3 +194,29 @@ def check_flag(parser: argparse.ArgumentParser, flag: str, value, kind: type = i
         check_value(parser.prog, flag, value, kind, **declared)
     except ValueError as e:  # parser.error names the program already
         parser.error(str(e).removeprefix(f"{parser.prog}: "))
+
+
+def setup_cache(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
+    """Turns the compilation cache on (or off); returns its folder. A folder the user named
+    that cannot be used is an error; the default one (a read-only home) falls back to no
+    cache with one warning, since the run does not need it."""
+    if args.no_compilation_cache:
+        compile_cache.disable()
+        return None
+    try:
+        return compile_cache.enable(args.compilation_cache)
+    except ValueError as e:
+        if args.compilation_cache is not None:
+            parser.error(f"--compilation-cache: {e}")
+        compile_cache.disable()
+        source = (
+            f"${compile_cache.ENV_VAR}"
+            if os.environ.get(compile_cache.ENV_VAR)
+            else "the default folder"
+        )
+        print(
+            f"warning: {e} ({source}); compiling without a cache (--compilation-cache DIR "
+            "names a writable folder, --no-compilation-cache silences this)",
+            file=sys.stderr,
+        )
+        return None

@@ -38,13 +38,14 @@ from agents.presets import config_for, target_for
 from agents.structs import Metrics
 from agents.train_args import (
     NO_TARGET,
-    _target,
     add_config_flags,
     check_flag,
     check_no_run,
     check_out,
     clear_run,
     config_overrides,
+    setup_cache,
+    target_return,
 )
 from jaxsim import compile_cache
 from jaxsim.files import finite_json, write_json_atomic
@@ -98,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", metavar="DIR", default=None, help="per-thread phase table")
     p.add_argument(
         "--target-return",
-        type=_target,
+        type=target_return,
         default=None,
         help="stop once a stop check (eval_envs deterministic episodes every log_every updates) "
         f"and an independent evaluation confirming it (>= {MIN_EPISODES} episodes, the final "
@@ -203,13 +204,6 @@ def _metrics(update: int, report, last: dict) -> Metrics:
     return metrics
 
 
-def _setup_cache(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
-    from agents.train import _setup_cache as setup  # one rule for both modes (a lazy import:
-    # agents.train hands host ids here)
-
-    return setup(parser, args)
-
-
 @dataclasses.dataclass
 class _Shared:
     """What every seed of a run shares: checked flags, the learner (its programs compile once
@@ -271,7 +265,7 @@ def main(argv: list[str] | None = None) -> dict:
         probe.close()
     except (ValueError, TypeError, MissingDependency) as e:
         parser.error(str(e))
-    cache_dir = _setup_cache(parser, args)  # before the learner's first compile
+    cache_dir = setup_cache(parser, args)  # before the learner's first compile
     if not args.quiet:
         print(f"[ppo {args.env}] XLA compilation cache: {cache_dir or 'off'}", flush=True)
     learner = HostPPO(config, *spaces, args.env, vtrace=args.schedule == "free")
