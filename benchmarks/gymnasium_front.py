@@ -25,10 +25,11 @@ JAX's CPU client runs computations asynchronously unless `jax_cpu_enable_async_d
 a process-wide flag read once, when the CPU backend starts; importing `jaxsim.gymnasium` turns
 it off if JAX has not started yet. Each configuration is therefore measured in its own child
 process: "sync" as the import leaves it, "async" turned back on after the import (the way out
-the front documents), and "sync-1core", "sync" with the process pinned to one core (XLA splits
+the front documents), "sync-1core", "sync" with the process pinned to one core (XLA splits
 its larger loops across the CPU's threads; on cores other processes keep busy, the hand-offs
-cost more than the split saves). Both sides run in every child, interleaved sample by sample,
-so each ratio compares like with like.
+cost more than the split saves), and "sync-1thread", "sync" on every core with XLA's CPU pool
+sized to one thread by the opt-in `jaxsim.cpu_threads.set_cpu_threads(1)`. Both sides run in
+every child, interleaved sample by sample, so each ratio compares like with like.
 Before timing, the child checks that the front's transitions equal jaxsim's own step.
 """
 
@@ -51,8 +52,13 @@ from benchmarks.harness.record import default_out, finish
 from jaxsim.files import write_json_atomic
 
 ENV_ID = "CartPole-v1"
-# configuration -> (CPU dispatch, pinned to one core)
-CONFIGS = {"async": ("async", False), "sync": ("sync", False), "sync-1core": ("sync", True)}
+# configuration -> (CPU dispatch, pinned to one core, jaxsim.cpu_threads.set_cpu_threads(1))
+CONFIGS = {
+    "async": ("async", False, False),
+    "sync": ("sync", False, False),
+    "sync-1core": ("sync", True, False),
+    "sync-1thread": ("sync", False, True),
+}
 SIDES = ("jaxsim_front", "gymnasium_numpy")
 SINGLE = "single"  # the single-environment configuration: its own child process
 SINGLE_ENV_IDS = ("CartPole-v1", "Pendulum-v1")
@@ -171,9 +177,13 @@ def check_front_transitions(num_envs: int, steps: int = 40) -> dict:
 
 def run_child(config: str, num_envs: list[int], repeats: int, min_time: float, quick: bool) -> dict:
     """This process's measurements: both sides at every N, interleaved per sample."""
-    dispatch, one_core = CONFIGS[config]
+    dispatch, one_core, one_thread = CONFIGS[config]
     if one_core:  # before JAX starts its thread pools
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    if one_thread:  # the documented opt-in, before JAX's first computation; both cores allowed
+        from jaxsim.cpu_threads import set_cpu_threads
+
+        set_cpu_threads(1)
     import gymnasium as gym
     import jax
 
@@ -222,6 +232,7 @@ def run_child(config: str, num_envs: list[int], repeats: int, min_time: float, q
     return {
         "async_dispatch": bool(jax.config.read("jax_cpu_enable_async_dispatch")),
         "cores": sorted(os.sched_getaffinity(0)),
+        "nproc_env": os.environ.get("NPROC"),  # XLA's CPU pool size, when set
         "front_dispatch": jaxsim.gymnasium.cpu_dispatch(),
         "rows": rows,
     }

@@ -33,6 +33,10 @@ each CPU computation instead of queueing the next. `cpu_dispatch()` says what wa
 why. To keep asynchronous dispatch, call `jax.config.update("jax_cpu_enable_async_dispatch",
 True)` after importing this module and before JAX's first computation, or run any JAX
 computation before importing it (then it is left alone).
+
+CPU threads: `set_cpu_threads(1)` (from `jaxsim.cpu_threads`, opt-in, process-wide, before JAX's
+first computation) runs XLA's CPU programs on one thread, which spares each vector step its
+hand-offs to XLA's other threads (see `jaxsim.cpu_threads`).
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ import numpy as np
 from gymnasium.envs.registration import ENV_ID_RE
 
 from jaxsim import envs, gymnasium_step
+from jaxsim.cpu_threads import set_cpu_threads
 from jaxsim.gymnasium_vector import (
     NAMESPACE,
     JaxsimVectorEnv,
@@ -83,6 +88,7 @@ __all__ = [
     "make_vec",
     "register",
     "register_all",
+    "set_cpu_threads",
 ]
 
 

@@ -67,7 +67,7 @@ def test_copy_bandwidth_is_a_median_of_repeats():
 
 def test_the_record_carries_floors_and_the_targets_are_fractions(tmp_path):
     out = tmp_path / "rt.json"
-    impls = "jaxsim,jaxsim_rewards,physics_only"
+    impls = "jaxsim,jaxsim_reuse,jaxsim_rewards,physics_only"
     argv = ["--num-envs", "4096", "--impls", impls, "--repeats", "1", "--min-time", "0"]
     assert rt.main([*argv, "--steps-per-call", "256", "--out", str(out)]) == 0
     record = json.loads(out.read_text())
@@ -75,7 +75,9 @@ def test_the_record_carries_floors_and_the_targets_are_fractions(tmp_path):
     bw = record["memory_bandwidth"]
     assert bw["bytes_per_s"] > 0 and len(bw["samples"]) == 14  # 7 before, 7 after the rows
     points = {p["impl"]: p for p in record["results"]}
-    for impl, total in [("jaxsim", 138), ("jaxsim_rewards", 94), ("physics_only", 40)]:
+    assert points["jaxsim_reuse"]["checks"]["buffers_reused"]["pass"]  # out= the last call's
+    floors = [("jaxsim", 138), ("jaxsim_reuse", 138), ("jaxsim_rewards", 94), ("physics_only", 40)]
+    for impl, total in floors:
         floor = points[impl]["floor"]
         assert floor["bytes_per_step"]["total"] == total
         assert floor["steps_per_s"] == pytest.approx(bw["bytes_per_s"] / total)

@@ -46,7 +46,9 @@ def test_front_door_sizes_each_suite_per_mode_and_baselines():
     assert (
         quick[:3] == ["--quick", "--envs", "all"] and "envpool" in quick[quick.index("--impls") + 1]
     )
-    assert args("throughput", "quick", ["gymnax"])[4] == "jaxsim,jaxsim_rewards,gymnax,physics_only"
+    assert args("throughput", "quick", ["gymnax"])[4] == (
+        "jaxsim,jaxsim_reuse,jaxsim_rewards,gymnax,physics_only"
+    )
     assert "1048576" in args("throughput", "full", gpu=True)[-3]
     assert "--no-sb3" in args("ppo", "quick", ["gymnax"]) and "--no-sb3" not in args("ppo", "full")
     assert "gym_sync" not in args("breakdown", "quick", [])[1]

@@ -13,7 +13,12 @@ import jaxsim
 
 # Which rows have a memory floor, and what each keeps per step: a jaxsim outputs= preset, or
 # "physics" (the env state alone: the physics-only row records nothing).
-FLOOR_MODES = {"jaxsim": "all", "jaxsim_rewards": "rewards", "physics_only": "physics"}
+FLOOR_MODES = {
+    "jaxsim": "all",
+    "jaxsim_reuse": "all",
+    "jaxsim_rewards": "rewards",
+    "physics_only": "physics",
+}
 # Large enough to leave every cache level behind (tens of MB of last-level cache at most).
 COPY_BYTES = 2**27
 

@@ -78,6 +78,12 @@ BASELINE_PACKAGES = ("gymnasium", "gymnax", "envpool", "torch")
 # ------------------------------------------------------------------------------ implementations
 IMPLS: dict[str, tuple[str, Callable[[str, int, Config], Measured]]] = {
     "jaxsim": ("jaxsim.rollout, scan backend (records the full Trajectory)", bench_jaxsim),
+    # The same rollout written into the previous call's buffers (rollout(..., out=previous)).
+    "jaxsim_reuse": (
+        "jaxsim.rollout, scan backend, full Trajectory written into the previous call's "
+        "buffers (out=, donated)",
+        functools.partial(bench_jaxsim, reuse=True),
+    ),
     # What recording the full Trajectory costs, in the same run: reward and flags only.
     "jaxsim_rewards": (
         "jaxsim.rollout, scan backend, outputs='rewards' (reward, terminated, truncated)",
@@ -108,6 +114,7 @@ IMPLS: dict[str, tuple[str, Callable[[str, int, Config], Measured]]] = {
 # The dynamics check that covers each implementation (None: checked by other means).
 DYNAMICS_CHECK_OF = {
     "jaxsim": "gymnasium",  # jaxsim against Gymnasium, transition by transition
+    "jaxsim_reuse": "gymnasium",
     "jaxsim_rewards": "gymnasium",
     "gymnasium_sync": "gymnasium",
     "gymnasium_async": "gymnasium",

@@ -22,6 +22,7 @@ ENV_ORDER = (
 )
 IMPL_LABELS = {
     "jaxsim": "jaxsim (scan)",
+    "jaxsim_reuse": "jaxsim (scan), out= reuse",
     "jaxsim_rewards": "jaxsim (scan), rewards only",
     "gymnasium_sync": "Gymnasium SyncVectorEnv",
     "gymnasium_async": "Gymnasium AsyncVectorEnv",
@@ -33,6 +34,7 @@ IMPL_LABELS = {
 }
 IMPL_COLORS = {
     "jaxsim": "#d62728",
+    "jaxsim_reuse": "#bcbd22",
     "jaxsim_rewards": "#e377c2",
     "gymnasium_sync": "#1f77b4",
     "gymnasium_async": "#17becf",
@@ -109,7 +111,7 @@ def _generic(reason: str, env_id: str) -> str:
 
 
 # Rows that have a memory floor (benchmarks/rollout_throughput/floor.py FLOOR_MODES).
-FLOOR_IMPLS = ("jaxsim", "jaxsim_rewards", "physics_only")
+FLOOR_IMPLS = ("jaxsim", "jaxsim_reuse", "jaxsim_rewards", "physics_only")
 
 
 def percent(fraction: float) -> str:

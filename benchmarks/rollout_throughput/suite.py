@@ -12,7 +12,7 @@ BASELINES = ("gymnasium_sync", "gymnasium_async", "gymnasium_numpy", "envpool", 
 
 
 def args(p: Plan) -> list[str]:
-    impls = ["jaxsim", "jaxsim_rewards"]
+    impls = ["jaxsim", "jaxsim_reuse", "jaxsim_rewards"]
     impls += [*(b for b in BASELINES if b in p.baselines), "physics_only"]
     impls_arg = ["--impls", ",".join(impls)]
     if p.mode == "smoke":

@@ -17,6 +17,9 @@ TARGETS = (
     ("jaxsim / gymnasium_numpy", "jaxsim", "gymnasium_numpy", 3.0, "min"),
     ("jaxsim / gymnax", "jaxsim", "gymnax", 4.0, "min"),
     ("jaxsim of memory floor", "jaxsim", MEMORY_FLOOR, 0.6, "min"),
+    # The same two for the "all" rollout written into the previous call's buffers (out=).
+    ("jaxsim_reuse / gymnasium_numpy", "jaxsim_reuse", "gymnasium_numpy", 3.0, "min"),
+    ("jaxsim_reuse of memory floor", "jaxsim_reuse", MEMORY_FLOOR, 0.6, "min"),
     (
         "jaxsim_rewards of compute floor (physics_only)",
         "jaxsim_rewards",

@@ -1,0 +1,62 @@
+"""Opt-in: the number of threads XLA's CPU runtime uses in this process.
+
+XLA:CPU sizes its intra-op thread pool (threads named `tf_XLAEigen`) to the CPUs the process may
+run on, or to the `NPROC` environment variable when it is set; it reads either once, when JAX
+starts its CPU client (JAX's first computation). With more than one thread, a compiled program
+runs its independent kernels concurrently and splits its compute-heavy loops across the pool.
+For a small program called once per Python step and read at once (a Gymnasium vector step of a
+few thousand environments), each step then waits for work handed to another thread, and on a
+machine whose other cores are busy that wait can cost more than the split saves:
+`python -m benchmarks.gymnasium_front` measures the vector front with the pool as started and
+with one thread (`docs/upstream_xla_cpu_two_core.md` has a JAX-only reproduction).
+
+`set_cpu_threads(1)` is that one-thread setting, made on request only: it is process-wide, and
+every other XLA CPU computation in the process (a rollout, a training update) then runs on one
+thread too. jaxsim never makes it on its own.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["set_cpu_threads"]
+
+_VARIABLE = "NPROC"  # read by XLA's DefaultThreadPoolSize when the CPU client starts
+
+
+def _backends_started() -> bool:
+    try:
+        from jax._src.xla_bridge import backends_are_initialized
+    except ImportError:  # a jax without it: assume started
+        return True
+    return backends_are_initialized()
+
+
+def set_cpu_threads(num_threads: int) -> None:
+    """Sizes XLA's CPU thread pool to `num_threads` for this process (sets `NPROC`).
+
+    Call it before JAX's first computation (importing jax or jaxsim is fine; the CPU client
+    starts with the first array or compiled call). It is process-wide: every XLA CPU
+    computation of the process runs on at most `num_threads` threads. `set_cpu_threads(1)`
+    makes a per-step loop over a small jitted program (the Gymnasium vector front) skip its
+    hand-offs to other threads; see this module's docstring for when that pays.
+
+    Args:
+      num_threads: a positive int.
+
+    Raises:
+      TypeError, ValueError: `num_threads` is not a positive int.
+      RuntimeError: JAX has already started its backends (the pool exists; the setting would
+        be ignored), naming how to set it instead.
+    """
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int):
+        raise TypeError(f"set_cpu_threads: num_threads must be an int, got {num_threads!r}")
+    if num_threads < 1:
+        raise ValueError(f"set_cpu_threads: num_threads must be >= 1, got {num_threads}")
+    if _backends_started():
+        raise RuntimeError(
+            "set_cpu_threads: JAX has already started its backends, so XLA's CPU thread pool "
+            f"exists and {_VARIABLE} would be ignored; call it before JAX's first computation, "
+            f"or start the process with the environment variable {_VARIABLE}={num_threads}"
+        )
+    os.environ[_VARIABLE] = str(num_threads)  # putenv: XLA reads it with getenv at start
