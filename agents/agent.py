@@ -205,17 +205,21 @@ class Agent:
         """Compiles, at once on a thread pool, what a run of `num_seeds` seeds will call:
         `jit_init`, `jit_run(n)` for each n in `chunks`, and `jit_evaluate` if asked. XLA
         compiles without the GIL, so the programs' compiles overlap (a cold start waits for the
-        longest, not the sum); the jitted functions then reuse what was compiled."""
+        longest, not the sum); the jitted functions then reuse what was compiled.
+
+        Tracing holds the GIL, so programs are traced one by one, the run loop (the longest
+        compile) first, and each compile starts as soon as its program is traced: the other
+        programs' tracing overlaps the loop's compile instead of delaying it."""
         keys = jax.ShapeDtypeStruct((num_seeds,), jax.random.key(0).dtype)
         init = self.jit_init()
         runner = jax.eval_shape(init, keys)
-        jobs = [(init, (keys,))]
-        jobs += [(self.jit_run(n), (runner,)) for n in dict.fromkeys(chunks)]
+        jobs = [(self.jit_run(n), (runner,)) for n in dict.fromkeys(chunks)]
+        jobs.append((init, (keys,)))
         if evaluate:
             jobs.append((self.jit_evaluate(), (runner, keys)))
-        lowered = [fn.lower(*args) for fn, args in jobs]  # tracing holds the GIL: one by one
-        with concurrent.futures.ThreadPoolExecutor(len(lowered)) as pool:
-            for future in [pool.submit(low.compile) for low in lowered]:
+        with concurrent.futures.ThreadPoolExecutor(len(jobs)) as pool:
+            futures = [pool.submit(fn.lower(*args).compile) for fn, args in jobs]
+            for future in futures:
                 future.result()
 
     def metrics(self, update: jax.Array, last_return: jax.Array, episodes, loss) -> Metrics:

@@ -35,8 +35,8 @@ class CompileWatcher:
     def _listener(self, event: str, start_time: float, end_time: float, **kwargs) -> None:
         if not self._active or event not in self.EVENTS:
             return
-        self._spans.append((start_time, end_time))
         name = str(kwargs.get("fun_name", "?"))
+        self._spans.append((start_time, end_time, name))
         self.by_function[name] = self.by_function.get(name, 0.0) + end_time - start_time
         if event == self.EVENTS[-1]:
             self.compiles += 1
@@ -45,8 +45,13 @@ class CompileWatcher:
     def seconds(self) -> float | None:
         if not self._spans:
             return None
+        return self.seconds_of(lambda name: True)
+
+    def seconds_of(self, keep: Callable[[str], bool]) -> float:
+        """Seconds covered by the spans of the functions whose name `keep` accepts, overlaps
+        counted once (programs compiled side by side, `Agent.precompile`, overlap in time)."""
         total, covered_to = 0.0, -math.inf
-        for start, end in sorted(self._spans):
+        for start, end, _ in sorted(s for s in self._spans if keep(s[2])):
             start = max(start, covered_to)
             if end > start:
                 total += end - start

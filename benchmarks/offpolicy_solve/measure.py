@@ -58,7 +58,9 @@ from jaxsim.files import finite_json
 
 CASES = {"dqn": "CartPole-v1", "sac": "Pendulum-v1"}  # algorithm -> the env it must solve
 EVAL_EVERY = {"dqn": 2000, "sac": 1000}  # env steps between evaluations, both sides
-SPEEDUP_TARGET = 3.0  # the issue's: jaxsim at least 3x shorter per seed
+# jaxsim at least this many times shorter per seed: issue 22's DQN CartPole >= 3x, SAC Pendulum
+# >= 2x (issue 13 asked 3x of both).
+SPEEDUP_TARGET = {"dqn": 3.0, "sac": 2.0}
 
 
 def learn_jaxsim(
@@ -105,6 +107,9 @@ def learn_jaxsim(
 
     with CompileWatcher() as watch:
         agent = agent_type(algorithm)(config, jaxsim.make(env_id))
+        # As the train command does: init and the loop compile side by side (the evaluation's
+        # compile stays in the first stop check, which the training time leaves out).
+        agent.precompile(seeds, (min(chunk, config.num_updates),))
         runner = agent.jit_init()(jax.random.split(jax.random.key(seed), seeds))
         runner, solved = run_chunks(
             agent, runner, config.num_updates, chunk=chunk, seed=seed, target=target,
@@ -177,7 +182,7 @@ def _training_compile_s(watch: CompileWatcher) -> float:
     evaluations and the fold_in of their keys, `agents.loop.check_keys`, compile in the checks'
     time, which is taken out)."""
     checks = ("evaluate", "fold_in")
-    return sum(v for k, v in watch.by_function.items() if not any(c in k for c in checks))
+    return watch.seconds_of(lambda name: not any(c in name for c in checks))
 
 
 def sb3_side(algorithm: str, seeds: int, eval_every: int, episodes: int) -> dict[str, Any]:
@@ -207,8 +212,9 @@ def sb3_side(algorithm: str, seeds: int, eval_every: int, episodes: int) -> dict
     }
 
 
-def compare(jx: dict[str, Any], sb3: dict[str, Any]) -> dict[str, Any]:
-    """SB3's training time per seed over jaxsim's, with and without jaxsim's compile."""
+def compare(jx: dict[str, Any], sb3: dict[str, Any], target: float = 3.0) -> dict[str, Any]:
+    """SB3's training time per seed over jaxsim's, with and without jaxsim's compile, against
+    the `target` ratio (`SPEEDUP_TARGET`)."""
     if "skipped" in sb3:
         return {"skipped": sb3["skipped"], "speedup": None}
     if not jx["reached"]:
@@ -229,11 +235,9 @@ def compare(jx: dict[str, Any], sb3: dict[str, Any]) -> dict[str, Any]:
         else None,
         # SB3 short of the return: its time is a lower bound, so is the speedup.
         "speedup_is_lower_bound": sb3["lower_bound"],
-        "target": f">= {SPEEDUP_TARGET:g}x",
+        "target": f">= {target:g}x",
         # None: SB3 short of the return and the lower bound under the target decides nothing.
-        "target_met": True
-        if speedup >= SPEEDUP_TARGET
-        else (None if sb3["lower_bound"] else False),
+        "target_met": True if speedup >= target else (None if sb3["lower_bound"] else False),
         **speed_and_steps(jx, sb3),
     }
 
@@ -311,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
             case["sb3"] = sb3_side(algorithm, args.sb3_seeds, every, args.eval_episodes)
         else:
             case["sb3"] = {"skipped": missing}
-        case["comparison"] = compare(case["jaxsim"], case["sb3"])
+        case["comparison"] = compare(case["jaxsim"], case["sb3"], SPEEDUP_TARGET[algorithm])
         record["cases"][algorithm] = case
         append_jsonl(partial, finite_json({algorithm: case}))
     return finish(record, out, summary(record), partial=partial)
