@@ -20,7 +20,7 @@ import jaxsim
 from agents import losses
 from agents.agent import Agent, latest_return, train_fn
 from agents.config import AgentConfig, config_field, override
-from agents.networks import actor_critic_init, to_policy
+from agents.networks import NETWORKS, actor_critic_init, to_policy
 from agents.normalizers import observation_normalizer, reward_scaler
 from agents.structs import Batch, LossInfo, Metrics, RunnerState, TrainState
 
@@ -52,6 +52,14 @@ class PPOConfig(AgentConfig):
         "auto",
         '`jaxsim.rollout` backend: "auto" picks the fused kernel where it exists, else "scan".',
     )
+    network: str = config_field(
+        "mlp",
+        "Actor-critic: 'mlp' (separate tanh MLPs of `hidden` on the flattened observation) or "
+        "'cnn' (image observations: a 3x3 conv of conv_channels, then ReLU dense layers of "
+        "`hidden`, shared by linear actor and critic heads).",
+        choices=NETWORKS,
+    )
+    conv_channels: int = config_field(16, "Channels of the 'cnn' network's conv.", ge=1)
     update_epochs: int = config_field(4, "Passes over each rollout's batch.", ge=1)
     num_minibatches: int = config_field(
         4, "Minibatches per epoch; must divide num_envs * num_steps.", ge=1
@@ -95,6 +103,8 @@ class PPOConfig(AgentConfig):
                 f"num_minibatches={self.num_minibatches} does not divide the batch of "
                 f"num_envs * num_steps = {self.batch_size}"
             )
+        if self.network == "cnn" and self.normalize_obs:
+            self.fail("normalize_obs folds into an MLP's first layer; network='cnn' takes none")
 
 
 class PPOLearner:
@@ -112,7 +122,13 @@ class PPOLearner:
         (`jaxsim.Box` observations; `jaxsim.Discrete` or rank-1 `jaxsim.Box` actions)."""
         config = self.config
         self.init_params = actor_critic_init(
-            obs_space, action_space, config.hidden, config.init_log_std, env_name
+            obs_space,
+            action_space,
+            config.hidden,
+            config.init_log_std,
+            env_name,
+            network=config.network,
+            conv_channels=config.conv_channels,
         )
         self.obs_norm = observation_normalizer(obs_space.shape)
         self.reward_scaler = reward_scaler(config.num_envs, config.gamma)
@@ -264,8 +280,8 @@ class PPO(Agent, PPOLearner):
             last_return=jnp.float32(jnp.nan),
         )
 
-    def policy(self, runner: RunnerState, deterministic: bool = False) -> jaxsim.MLPPolicy:
-        """The runner's policy as a `jaxsim.MLPPolicy` over raw observations."""
+    def policy(self, runner: RunnerState, deterministic: bool = False):
+        """The runner's policy over raw observations: a `jaxsim.MLPPolicy` (or a CNNPolicy)."""
         obs_stats = runner.obs_stats if self.config.normalize_obs else None
         return to_policy(runner.params, obs_stats, deterministic)
 

@@ -126,31 +126,31 @@ _SAC_MOUNTAINCAR: dict[str, Any] = dict(
 )
 
 # PPO, the native MinAtar games (MinAtar/<Game>-v0 and -v1, the original's semantics: sticky
-# actions 0.1, difficulty ramping): sized for throughput on a loaded 2-core CPU, where the
-# network's updates, not the game, take the time. A 64-64 tanh MLP on the flattened grid, 64
-# envs x 64 steps, 2 epochs of 2 minibatches, lr 5e-3 annealed. Probed on Breakout-v1 (1 seed,
-# lr constant, runs/probe*): 256-256 / 4x8 at lr 5e-4, 128-128 at 1e-3, 64-64 at 2.5e-3 and
-# 5e-3, ent_coef 0.001, gamma 0.995, 256 envs x 32 steps all sat at a training return of ~6
-# through 1-3M steps; this one was the fastest per second (up to ~80k SPS at lower load). A
-# ball-tracking heuristic scores 8.5 under sticky actions: 30 needs anticipation.
+# actions 0.1, difficulty ramping): purejaxrl's ppo_minatar sizes (64 envs x 128 steps, 4
+# epochs of 8 minibatches, lr 5e-3 annealed, ent_coef 0.01, gamma 0.99, lambda 0.95) on
+# PPOConfig's 64-64 tanh MLP over the flattened grid (purejaxrl: ReLU), 5M steps (1e7 there).
+# Probed on Breakout-v1, 1 seed (runs/probes in the minppo worktree, load 12-30): with the lr
+# constant, training return 15 at 1.7M steps, 23 at 5M, evaluation 28.5 at 5M and 30.6 at 10M;
+# the previous preset (64 envs x 64 steps, 2 epochs of 2, ent_coef 0.05, lr constant) had 14
+# at 4M and evaluated 17.5 +- 4.4 over 3 seeds at 5M (707 s), and before it (ent_coef 0.01)
+# 6 to 3M. Cheaper or other variants did worse: 2 epochs of 16 minibatches ran ~1.3x the
+# steps/s but sat at 6-9 through 2.7M steps; MinAtar's conv net (network="cnn", 3x3 conv of
+# 16, dense 128, these sizes, lr 1e-3) took 770 s for 1.6M steps (load 20-30; the MLP took
+# 100 s for 1.7M at load 12-14) and sat at 6.8 there. SpaceInvaders-v1, 1 seed: 85 at 2.7M
+# (the previous preset, 3 seeds: 59-78 there). A stop check (32 episodes of <= 2000 steps per
+# seed) every 205k steps. The default commands, 3 seeds, both processes at once (load 22-30):
+# Breakout-v1 evaluates 24.9 +- 5.3 (32.3, 20.2, 22.1; 1 seed solved at 3.7M) at 5M in 1399 s
+# (old preset: 17.5 +- 4.4); SpaceInvaders-v1 121.8 +- 5.4, all 3 solved by 2.9M, in 1216 s
+# (old: 90.4 +- 16.1). Neither met 10 minutes at that load: ~13k steps/s for 3 seeds (the old
+# sizes ~19k beside it, agents' own chunks, compile excluded).
 _PPO_MINATAR: dict[str, Any] = dict(
-    total_steps=3_000_000,
+    total_steps=5_000_000,
     num_envs=64,
-    num_steps=64,
-    update_epochs=2,
-    num_minibatches=2,
+    num_steps=128,
+    update_epochs=4,
+    num_minibatches=8,
     learning_rate=5e-3,
-    hidden=(64, 64),
-    log_every=40,  # a stop check (32 episodes of <= 2000 steps per seed) every 164k steps
-)
-
-# PPO, MinAtar Breakout: the above with a 5x entropy bonus (0.05), a constant learning rate and
-# 5M steps (what fits 10 minutes here). With ent_coef 0.01 the policy's entropy fell to ~0.02
-# (of log 3 = 1.1) within 300k steps and the return sat at ~6 to the end of 3M (evaluation 6.3,
-# 3 seeds, runs/minatar_ppo_breakout); at 0.05 the entropy stayed ~0.55 and one seed's training
-# return climbed past the plateau from 1.2M steps, 14 at 4M (runs/probeG, lr constant).
-_PPO_MINATAR_BREAKOUT: dict[str, Any] = dict(
-    _PPO_MINATAR, ent_coef=0.05, anneal_lr=False, total_steps=5_000_000
+    log_every=25,
 )
 
 # DQN, the native MinAtar games: the gymnax/Breakout-MinAtar preset above (MinAtar's DQN sizes,
@@ -177,7 +177,6 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "Pendulum-v1": _PPO_PENDULUM,
         "gymnax/Breakout-MinAtar": _PPO_BREAKOUT,
         **{env_id: _PPO_MINATAR for env_id in MINATAR_IDS},
-        **{f"MinAtar/Breakout-{v}": _PPO_MINATAR_BREAKOUT for v in ("v0", "v1")},
     },
     "dqn": {
         "CartPole-v1": _DQN_CARTPOLE,
