@@ -1,6 +1,9 @@
 """Shared test setup: GPU-marked tests skip cleanly where jax sees no GPU."""
 
+import ctypes
+import gc
 import os
+import time
 
 import jax
 import pytest
@@ -27,9 +30,74 @@ def pytest_collection_modifyitems(config, items):
 os.environ.setdefault("JAXSIM_COMPILATION_CACHE", "off")
 
 
+# JAXSIM_TEST_PROFILE=FILE appends one line per test and one per test module to FILE: wall and CPU
+# seconds (subprocesses' included), the number and seconds of XLA compiles and, per module, the
+# peak resident memory of the process while it ran (VmHWM, reset at the module's start). Where a
+# suite's time and memory go; CPU seconds and compile counts hold up on a loaded machine.
+_PROFILE = os.environ.get("JAXSIM_TEST_PROFILE")
+_compiles = [0, 0.0]  # this module's, then this test's: count and seconds
+if _PROFILE:
+
+    def _count_compile(event, seconds, **_):
+        if event == "/jax/core/compile/backend_compile_duration":
+            _compiles[0] += 1
+            _compiles[1] += seconds
+
+    jax.monitoring.register_event_duration_secs_listener(_count_compile)
+
+
+def _malloc_trim() -> None:
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)  # glibc only; elsewhere nothing to do
+    except (OSError, AttributeError):
+        pass
+
+
+def _cpu_seconds() -> float:
+    times = os.times()  # this process's and its finished subprocesses' CPU time
+    return times.user + times.system + times.children_user + times.children_system
+
+
+def _peak_rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024
+
+
 @pytest.fixture(autouse=True, scope="module")
-def _drop_compiled_programs():
+def _drop_compiled_programs(request):
+    if _PROFILE:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")  # resets VmHWM to the current resident size
+        _compiles[:] = [0, 0.0]
+        start, cpu = time.perf_counter(), _cpu_seconds()
+    yield
     # Each module compiles its own programs; keeping every module's executables alive made the
     # test process reach 6-7 GB. Dropping them between modules keeps it near one module's worth.
-    yield
     jax.clear_caches()
+    # Dropped executables free their memory to malloc, not to the system: a worker carried
+    # ~0.7 GB from test_swarm into test_checks (1.5 GB peak there, 0.84 GB when run alone).
+    # Handing the free pages back starts each module near the process's base size.
+    gc.collect()
+    _malloc_trim()
+    if _PROFILE:
+        seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
+        with open(_PROFILE, "a") as out:
+            out.write(
+                f"{request.module.__name__}\t{seconds:.1f}\t{cpu:.1f}\t{_peak_rss_mb():.0f}\t"
+                f"{_compiles[0]}\t{_compiles[1]:.1f}\t{os.getpid()}\n"
+            )
+
+
+if _PROFILE:
+
+    @pytest.fixture(autouse=True)
+    def _profile_test(request):
+        before, start, cpu = list(_compiles), time.perf_counter(), _cpu_seconds()
+        yield
+        seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
+        with open(_PROFILE, "a") as out:
+            out.write(
+                f"  {request.node.nodeid}\t{seconds:.1f}\t{cpu:.1f}\t-\t"
+                f"{_compiles[0] - before[0]}\t{_compiles[1] - before[1]:.1f}\t{os.getpid()}\n"
+            )

@@ -1,6 +1,7 @@
 """Gymnasium interop: registration, single and vector envs (SB3's VecEnv: tests/test_sb3.py)."""
 
 import dataclasses
+import json
 import pickle
 import subprocess
 import sys
@@ -71,44 +72,69 @@ def test_every_id_registers_jaxsims_limit_and_gymnasiums_threshold():
     assert jgym.register_all() == [jgym.gym_id(i) for i in jaxsim.registered_ids()]  # idempotent
 
 
-def test_importing_does_not_import_gymnax_brax_or_sb3():
-    code = (
-        "import sys, jaxsim.gymnasium, gymnasium; gymnasium.make('jaxsim/CartPole-v1'); "
-        "print(sorted(m for m in ('gymnax', 'brax', 'stable_baselines3', 'torch') "
-        "if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+# One process for the import checks below (each was a process of its own, an import of jax each):
+# the clean import first, then each case with the modules it stubs, purged before the next.
+_IMPORT_CASES = """
+import json, sys, types
+out = {}
+import jaxsim.gymnasium, gymnasium
+gymnasium.make('jaxsim/CartPole-v1')
+out['clean'] = sorted(
+    m for m in ('gymnax', 'brax', 'stable_baselines3', 'torch') if m in sys.modules
+)
+
+def purge():
+    for name in list(sys.modules):
+        if name.split('.')[0] == 'gymnasium' or name.startswith(('jaxsim.gymnasium', 'jaxsim.sb3')):
+            del sys.modules[name]
+
+def error(case, stubs, statement):
+    purge()
+    sys.modules.update(stubs)
+    try:
+        exec(statement)
+        out[case] = ''
+    except ImportError as e:
+        out[case] = str(e)
+    for name in stubs:
+        sys.modules.pop(name, None)
+    purge()
+
+# Gymnasium 0.29 stands in: a module of that version whose vector package lacks the name.
+gym, vector = types.ModuleType('gymnasium'), types.ModuleType('gymnasium.vector')
+gym.__version__, gym.vector, gym.__path__ = '0.29.1', vector, []
+error('gym029', {'gymnasium': gym, 'gymnasium.vector': vector}, 'import jaxsim.gymnasium')
+# None in sys.modules makes an import fail as if the package were not installed.
+error('no_gym', {'gymnasium': None}, 'import jaxsim.gymnasium')
+error(
+    'no_sb3',
+    {'stable_baselines3': None},
+    "import jaxsim.gymnasium as g; g.make_sb3_vec_env('CartPole-v1')",
+)
+print(json.dumps(out))
+"""
 
 
-def test_a_gymnasium_without_autoresetmode_is_refused_naming_the_version_needed():
-    # Gymnasium 0.29 stands in: a module of that version whose vector package lacks the name.
-    code = (
-        "import sys, types\n"
-        "gym, vector = types.ModuleType('gymnasium'), types.ModuleType('gymnasium.vector')\n"
-        "gym.__version__, gym.vector, gym.__path__ = '0.29.1', vector, []\n"
-        "sys.modules.update({'gymnasium': gym, 'gymnasium.vector': vector})\n"
-        "try:\n    import jaxsim.gymnasium\nexcept ImportError as e:\n    print(e)"
-    )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert "needs Gymnasium >= 1.1, < 2" in run.stdout, run.stdout + run.stderr
-    assert "found 0.29.1" in run.stdout and "jaxsim-rl[gymnasium]" in run.stdout
+@pytest.fixture(scope="module")
+def import_cases():
+    run = subprocess.run([sys.executable, "-c", _IMPORT_CASES], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout.strip().splitlines()[-1])
 
 
-def test_missing_optional_dependencies_name_what_to_install():
-    # None in sys.modules makes an import fail as if the package were not installed.
-    code = (
-        "import sys; sys.modules['{mod}'] = None\n"
-        "try:\n    {stmt}\nexcept ImportError as e:\n    print(e)"
-    )
-    no_gym = code.format(mod="gymnasium", stmt="import jaxsim.gymnasium")
-    no_sb3 = code.format(
-        mod="stable_baselines3",
-        stmt="import jaxsim.gymnasium as g; g.make_sb3_vec_env('CartPole-v1')",
-    )
-    for source, extra in ((no_gym, "jaxsim-rl[gymnasium]"), (no_sb3, "jaxsim-rl[sb3]")):
-        run = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True)
-        assert extra in run.stdout, run.stdout + run.stderr
+def test_importing_does_not_import_gymnax_brax_or_sb3(import_cases):
+    assert import_cases["clean"] == []
+
+
+def test_a_gymnasium_without_autoresetmode_is_refused_naming_the_version_needed(import_cases):
+    message = import_cases["gym029"]
+    assert "needs Gymnasium >= 1.1, < 2" in message, message
+    assert "found 0.29.1" in message and "jaxsim-rl[gymnasium]" in message
+
+
+def test_missing_optional_dependencies_name_what_to_install(import_cases):
+    for case, extra in (("no_gym", "jaxsim-rl[gymnasium]"), ("no_sb3", "jaxsim-rl[sb3]")):
+        assert extra in import_cases[case], import_cases[case]
 
 
 # ------------------------------------------------------------------------------------ single env
