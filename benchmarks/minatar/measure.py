@@ -57,11 +57,15 @@ from benchmarks.harness.record import default_out, finish
 from benchmarks.harness.timing import time_fn, time_interleaved
 from benchmarks.minatar import loops
 
-IMPLS = ("gymnax", "adapter", "original", "fused")
-CPU_IMPLS = IMPLS[:3]  # the fused kernel runs in Pallas interpret mode on a CPU: tests only
+IMPLS = ("reuse", "gymnax", "adapter", "original", "fused")
+CPU_IMPLS = IMPLS[:4]  # the fused kernel runs in Pallas interpret mode on a CPU: tests only
 # jaxsim's native game over each other loop, env-steps/s: what the issue asks (None: recorded).
 # "fused" is the native game on the fused backend: its ratio is recorded as fused over scan.
-TARGETS = {"gymnax": 3.0, "adapter": None, "original": 100.0, "fused": None}
+# "reuse" is the native game on the scan backend writing into the previous call's trajectory
+# (`rollout(..., out=previous)`): recorded as out= over the fresh scan loop, and its ratios to
+# gymnax and the original beside the fresh-buffer row's, against the same targets.
+TARGETS = {"reuse": None, "gymnax": 3.0, "adapter": None, "original": 100.0, "fused": None}
+REUSE_TARGETS = {"gymnax": 3.0, "original": 100.0}
 PACKAGES = ("gymnax", "gymnasium", "minatar")
 
 
@@ -108,6 +112,7 @@ def jax_points(game: str, args) -> list[dict[str, Any]]:
     adapter = f"gymnax/{gymnax_id}"
     makers = {
         "jaxsim": (native, lambda: loops.jaxsim_loop(native, n, steps, keep_obs=obs)),
+        "reuse": (native, lambda: loops.jaxsim_loop(native, n, steps, keep_obs=obs, reuse=True)),
         "gymnax": (gymnax_id, lambda: loops.gymnax_loop(gymnax_id, n, steps, keep_obs=obs)),
         "adapter": (adapter, lambda: loops.jaxsim_loop(adapter, n, steps, keep_obs=obs)),
         "fused": (native, lambda: loops.jaxsim_loop(native, n, steps, "fused", keep_obs=obs)),
@@ -144,24 +149,24 @@ def original_point(game: str, args) -> dict[str, Any]:
         return _failed(game, "original", f"minatar:{gym_id}", n, e)
 
 
+def _ratio(mine, theirs, impl) -> tuple[float, float | None]:
+    """(ratio of medians, median of each round's ratio for the interleaved JAX loops)."""
+    value = mine["steps_per_s"]["median"] / theirs["steps_per_s"]["median"]
+    paired = None
+    if impl != "original":  # same steps per call, samples taken in turn
+        a, b = mine["timing"]["samples_s"], theirs["timing"]["samples_s"]
+        paired = statistics.median(y / x for x, y in zip(a, b, strict=True))
+    return value, paired
+
+
 def ratios(points) -> list[dict[str, Any]]:
     """Per game, jaxsim's env-steps/s over each other loop's: ratio of medians, and for the
-    interleaved JAX loops the median of each round's ratio (cancels slow drifts in load)."""
+    interleaved JAX loops the median of each round's ratio (cancels slow drifts in load); then
+    the `out=` row's over gymnax's and the original's, against the same targets."""
     ok = {(p["game"], p["impl"]): p for p in points if p["status"] == "ok"}
     targets = []
-    for (game, impl), theirs in ok.items():
-        mine = ok.get((game, "jaxsim"))
-        if impl == "jaxsim" or mine is None:
-            continue
-        value = mine["steps_per_s"]["median"] / theirs["steps_per_s"]["median"]
-        paired = None
-        if impl != "original":  # same steps per call, samples taken in turn
-            a, b = mine["timing"]["samples_s"], theirs["timing"]["samples_s"]
-            paired = statistics.median(y / x for x, y in zip(a, b, strict=True))
-        name = f"jaxsim / {impl}"
-        if impl == "fused":  # the kernel over the scan loop
-            name, value, paired = "fused / scan", 1 / value, paired and 1 / paired
-        need = TARGETS[impl]
+
+    def add(name, game, mine, value, paired, need):
         status = "info" if need is None else ("pass" if value >= need else "fail")
         targets.append(
             {
@@ -176,6 +181,22 @@ def ratios(points) -> list[dict[str, Any]]:
                 "status": status,
             }
         )
+
+    for (game, impl), theirs in ok.items():
+        mine = ok.get((game, "jaxsim"))
+        if impl == "jaxsim" or mine is None:
+            continue
+        value, paired = _ratio(mine, theirs, impl)
+        name = f"jaxsim / {impl}"
+        if impl in ("fused", "reuse"):  # the kernel, or out=, over the fresh scan loop
+            name = f"{'fused' if impl == 'fused' else 'out='} / scan"
+            value, paired = 1 / value, paired and 1 / paired
+        add(name, game, mine, value, paired, TARGETS[impl])
+    for (game, impl), theirs in ok.items():
+        mine = ok.get((game, "reuse"))
+        if impl in REUSE_TARGETS and mine is not None:
+            value, paired = _ratio(mine, theirs, impl)
+            add(f"jaxsim out= / {impl}", game, mine, value, paired, REUSE_TARGETS[impl])
     return targets
 
 
