@@ -6,38 +6,43 @@ Usage:
   python -m benchmarks.minatar --quick            # 32 steps per call, 3 repeats
   python -m benchmarks.minatar --games Breakout,Freeway --impls gymnax --repeats 7 --out x.json
   python -m benchmarks.minatar --rewards-only     # the JAX loops keep no observations
+  python -m benchmarks.minatar --impls reuse,original  # out= reuse and the original only
 
 Per game, at N environments, random uniform actions, every step's observation kept:
 - jaxsim: `jaxsim.rollout(jaxsim.make("MinAtar/<Game>-v0"), ..., outputs=("obs", "reward",
-  "terminated", "truncated"))` on the scan backend, chained through `final_state`;
+  "terminated", "truncated"))` on the scan backend, chained through `final_state`, a fresh
+  trajectory each call; its observations the original's bool [10, 10, C] grid;
+- reuse: the same call with `out=` the previous call's trajectory (its buffers donated);
 - gymnax: gymnax's `<Game>-MinAtar` in its own jit(scan(vmap(env.step))), observations kept;
 - adapter: `jaxsim.make("gymnax/<Game>-MinAtar")` through the same `jaxsim.rollout` call;
 - fused (when asked; for a GPU): the native game through the same call on the fused backend;
 - original: the `minatar` package's `MinAtar/<Game>-v0` in Gymnasium's SyncVectorEnv (Python
   objects stepped one by one: env-steps/s barely depends on the vector's size, so a smaller
   vector, `--original-envs`, measures the same rate in less time).
-The three JAX loops take turns (`time_interleaved`), so load from other processes falls on each
+The JAX loops take turns (`time_interleaved`), so load from other processes falls on each
 alike. Compile is timed apart (first call), every call is blocked on, figures are medians of the
 repeats. The last call's outputs are checked: observations [steps, N, 10, 10, C] of 0/1 cells,
 finite rewards. Targets per game: jaxsim / gymnax >= 3 and jaxsim / original >= 100;
 jaxsim / adapter is recorded beside them. The games differ from gymnax's (sticky actions, the
 full action set, ramping) as the original does: gymnax's games step less logic per step.
 
-Where the time goes (Breakout and Freeway, N = 4096, 64 steps per call, scan backend, 2 shared
-cores at load average 13-22, 2026-12; A/B of one process's jitted calls, median of 5): the
-float32 observation, [N, 10, 10, C] cells kept every step (1.6 KB per env-step for Breakout,
-2.8 KB for Freeway), is nearly all of it. Breakout: 1967 ms a call with observations kept,
-104 ms with rewards only; writing the same float32 cells from a trivial scan, no game at all,
-1409 ms (uint8 cells: 601 ms); building the grid and writing it without the game 1633 ms;
-building only the packed row words (40 C bytes) 209 ms. Freeway: 2610 ms kept, 355 ms rewards
-only (its 17 step uniforms and 8 cars are in those 355), 1819 ms for the float32 write alone.
-The same bytes written in one XLA op instead of a scan take as long (0.2 GB/s here: fresh
-output pages under load), so the write is the floor and gymnax's loop, writing the same cells,
-sits on it too: with observations kept in float32 the ratio to gymnax stays near the ratio of
-the games' small remainders, whatever the step costs. Fewer uniforms or a cheaper grid build
-would move the 5-15% above the floor; keeping the grid as the original's bool/uint8 (4x fewer
-bytes) or as packed words (10x) is what would move the figure, and is an API decision
-(observation_space is float32 Box).
+Where the time goes (measured while the grid was float32 0/1; Breakout and Freeway, N = 4096, 64
+steps per call, scan backend, 2 shared cores at load average 13-22, 2026-12; A/B of one
+process's jitted calls, median of 5): the observation, [N, 10, 10, C] cells kept every step, was
+nearly all of it. Breakout: 1967 ms a call with observations kept, 104 ms with rewards only;
+writing the same float32 cells from a trivial scan, no game at all, 1409 ms (uint8 cells:
+601 ms); building the grid and writing it without the game 1633 ms; building only the packed
+row words (40 C bytes) 209 ms. Freeway: 2610 ms kept, 355 ms rewards only, 1819 ms for the
+float32 write alone. The same bytes written in one XLA op instead of a scan took as long (0.2
+GB/s here: fresh output pages under load), so the write is the floor.
+
+The grid is now the original's bool (1 byte a cell, 4x fewer than float32), while gymnax's
+loop still writes float32 cells (its `get_obs` casts to float32). A fresh trajectory per call
+still pays for its fresh output pages; the "reuse" row, `rollout(..., out=previous)`, writes
+into the previous call's donated buffers and so skips that (what a training loop done with the
+last chunk's outputs can do). The next lever is fewer bytes still: the packed row words (40 C
+bytes against the bool cells' 100 C: 2.5x fewer), an API choice beyond the original's grid;
+the rewards-only run (`--rewards-only`) bounds what any observation format can reach.
 """
 
 from __future__ import annotations
@@ -299,7 +304,8 @@ def main(argv=None) -> int:
         "note": (
             "env-steps/s, median of repeats, random policy, observations "
             f"{'not ' * args.rewards_only}kept: jaxsim's native "
-            "MinAtar game (scan backend) beside gymnax's own jit(scan(vmap(step))) and jaxsim's "
+            "MinAtar game (scan backend; bool grid; fresh buffers, and 'reuse': out= the "
+            "previous trajectory) beside gymnax's own jit(scan(vmap(step))) and jaxsim's "
             "gymnax adapter (interleaved, same N and steps per call) and the original minatar "
             "package in Gymnasium's SyncVectorEnv"
         ),
