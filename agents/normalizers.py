@@ -48,7 +48,7 @@ def standard_deviation(stats: RunningStats, eps: float = 1e-8) -> jax.Array:
 
 def normalize(stats: RunningStats, x: jax.Array) -> jax.Array:
     """(x - mean) / std, broadcasting over x's leading axes."""
-    return (x - stats.mean) / standard_deviation(stats)
+    return (x.astype(stats.mean.dtype) - stats.mean) / standard_deviation(stats)
 
 
 class ObservationNormalizer(NamedTuple):

@@ -85,6 +85,10 @@ class Env(Generic[State, Params]):
     # packed row words the fused kernel writes as [block] columns); for one environment
     # `obs_fields` may give the whole array as its one component instead. None: a vector.
     obs_shape: ClassVar[tuple[int, ...] | None] = None
+    # The observation's dtype, the observation space's: float32, or bool for a grid of cells
+    # (MinAtar). Components stay float32 inside a step (the fused kernel's columns); the
+    # observation is cast to this as it is stacked (`jaxsim.transition.stack_obs`).
+    obs_dtype: ClassVar[Any] = jnp.float32
     # True if a rollout should reset only the done environments, gathered, while few are done
     # (`jaxsim.autoreset`): worth it where `init_state` costs far more than the dozen small
     # gathers and scatters around it (a physics engine's reset). A native reset is a few hashes:

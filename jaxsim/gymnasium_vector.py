@@ -71,10 +71,13 @@ def gymnasium_space(space: spaces.Space) -> gymnasium.spaces.Space:
       `gymnasium.spaces.Discrete(n)` (int64, Gymnasium's default; jaxsim casts to int32) or a
       float32 `gymnasium.spaces.Box` with the same bounds and shape, except that a bound of
       float32's largest magnitude, which jaxsim's native environments write for "unbounded",
-      is infinite, as Gymnasium's own spaces write it (CartPole's velocities: +-inf).
+      is infinite, as Gymnasium's own spaces write it (CartPole's velocities: +-inf). A bool
+      Box (MinAtar's grid) is `Box(0, 1, shape, bool)`, as the original's Gymnasium envs.
     """
     if isinstance(space, spaces.Discrete):
         return gymnasium.spaces.Discrete(space.n)
+    if isinstance(space, spaces.Box) and space.dtype == np.bool_:
+        return gymnasium.spaces.Box(space.low, space.high, space.shape, np.bool_)
     if isinstance(space, spaces.Box):
         low, high = _unbounded(space.low), _unbounded(space.high)
         return gymnasium.spaces.Box(low, high, space.shape, np.float32)
@@ -147,7 +150,8 @@ def _where_lanes(mask, a, b):
 
 def _host_buffer(*arrays) -> jax.Array:
     """Arrays as one flat float32 buffer, each a contiguous segment: one transfer per step, and
-    contiguous copies on the host (a strided column costs several times more to copy)."""
+    contiguous copies on the host (a strided column costs several times more to copy). A bool
+    observation travels as float32 0/1 too, cast back on the host."""
     return jnp.concatenate([jnp.ravel(jnp.asarray(x, jnp.float32)) for x in arrays])
 
 
@@ -307,6 +311,8 @@ class JaxsimVectorEnv(gymnasium.vector.VectorEnv):
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self._obs_shape = self.single_observation_space.shape
         self._obs_size = int(np.prod(self._obs_shape))
+        # The host buffer is float32; a bool grid (MinAtar) is read back as the space's bool.
+        self._obs_dtype = self.single_observation_space.dtype
         same_step = mode == AutoresetMode.SAME_STEP
         self._reset_fn, self._step_fn = _programs(self.jax_env, self.num_envs, same_step)
         self._moving = self._fixed = None
@@ -374,7 +380,7 @@ class JaxsimVectorEnv(gymnasium.vector.VectorEnv):
         # (torch, SB3) may write to what they get.
         host = np.asarray(host)
         n, d = self.num_envs, self.num_envs * self._obs_size
-        obs = host[:d].reshape(n, *self._obs_shape).copy()
+        obs = host[:d].reshape(n, *self._obs_shape).astype(self._obs_dtype)  # a copy
         reward = host[d : d + n].copy()
         terminated, truncated = host[d + n : d + 2 * n] != 0, host[d + 2 * n : d + 3 * n] != 0
         if self.autoreset_mode == AutoresetMode.NEXT_STEP:
@@ -386,7 +392,7 @@ class JaxsimVectorEnv(gymnasium.vector.VectorEnv):
         final_obs = host[d + 3 * n :].reshape(n, *self._obs_shape)
         final = np.full(n, None, dtype=object)
         for i in np.flatnonzero(done):
-            final[i] = final_obs[i].copy()
+            final[i] = final_obs[i].astype(self._obs_dtype)
         info = {
             "final_obs": final,
             "_final_obs": done.copy(),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxsim.core import Env
@@ -14,7 +13,7 @@ from jaxsim.transition import OUTPUT_PRESETS
 def _step_bytes(env: Env, num_envs: int) -> dict[str, int]:
     """Bytes one step of each per-step output takes for `num_envs` environments (no extras)."""
     params = env.default_params
-    obs = int(np.prod(env.observation_space(params).shape)) * 4
+    obs = _obs_bytes(env.observation_space(params))
     space = env.action_space(params)
     per_env = dict(
         obs=obs,
@@ -33,8 +32,8 @@ def _extras_bytes(env: Env, policy, key, num_envs: int) -> int:
     """Bytes of one step of the policy's extras, from its traced output shapes."""
     if isinstance(policy, OpenLoopPolicy):
         return 0
-    shape = (num_envs, *env.observation_space(env.default_params).shape)
-    obs = jax.ShapeDtypeStruct(shape, jnp.float32)
+    space = env.observation_space(env.default_params)
+    obs = jax.ShapeDtypeStruct((num_envs, *space.shape), space.dtype)
     out = jax.eval_shape(lambda k, o: split_policy_output(policy(k, o))[1], key, obs)
     return sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(out))
 
@@ -66,8 +65,13 @@ def _state_bytes(env: Env) -> int:
     """
     params = env.default_params
     state = jax.eval_shape(env.init_state, env.reset_draw_shapes(), params)
-    obs = int(np.prod(env.observation_space(params).shape)) * 4
+    obs = _obs_bytes(env.observation_space(params))
     return _tree_bytes(state) + obs + 4 + 4
+
+
+def _obs_bytes(space) -> int:
+    """One environment's observation: float32 (4 bytes a component) or bool cells (1 byte)."""
+    return int(np.prod(space.shape)) * np.dtype(space.dtype).itemsize
 
 
 def _tree_bytes(tree) -> int:

@@ -174,8 +174,11 @@ def _sample_categorical(logits, logp_all, u):
 def flat_obs(obs: jax.Array, batch_ndim: int) -> jax.Array:
     """obs[*batch, *obs_shape] -> obs[*batch, obs_dim], the MLP's input (vectors unchanged).
 
-    Image-like observations (MinAtar's [10, 10, 4]) enter an MLP flattened.
+    Image-like observations (MinAtar's [10, 10, 4]) enter an MLP flattened, and an observation
+    of another dtype than float (MinAtar's bool cells, the fused kernel's int32 cells) as float32.
     """
+    if not jnp.issubdtype(obs.dtype, jnp.floating):
+        obs = obs.astype(jnp.float32)
     if obs.ndim == batch_ndim + 1:
         return obs
     return obs.reshape(*obs.shape[:batch_ndim], -1)

@@ -157,12 +157,28 @@ def train_case(out: str) -> dict:
     return {"mean_return": summary["eval"]["mean_return"]}
 
 
+def minatar_case() -> dict:
+    """MinAtar's bool grid on a mesh, scan backend: split like the batch, equal to one device's."""
+    env = jaxsim.make("MinAtar/Breakout-v1", max_episode_steps=20)
+    mesh = jax.make_mesh((2,), (jaxsim.ENV_AXIS,))
+    kw = dict(num_envs=8, key=jax.random.key(2))
+    a = jaxsim.rollout(env, "random", 30, **kw)
+    b = jaxsim.rollout(env, "random", 30, mesh=mesh, **kw)
+    pairs = zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
+    return {
+        "dtypes": sorted({str(b.obs.dtype), str(b.next_obs.dtype), str(b.final_state.obs.dtype)}),
+        "equal": all(np.array_equal(x, y) for x, y in pairs),
+        "split": b.obs.sharding.spec == P(None, jaxsim.ENV_AXIS),
+    }
+
+
 if __name__ == "__main__":
     case = sys.argv[1]
     cases = {
         "scan": lambda: rollout_case("scan"),
         "fused": lambda: rollout_case("fused"),
         "two_axes": two_axes_case,
+        "minatar": minatar_case,
         "checks": checks_case,
         "ppo": ppo_case,
         "train": lambda: train_case(sys.argv[2]),

@@ -66,12 +66,12 @@ def test_reset_and_step_under_jit_and_vmap(env_id):
     batch = 7
     keys = jax.random.split(KEY, batch)
     state, obs = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(keys, params)
-    assert obs.shape == (batch, *obs_space.shape) and obs.dtype == jnp.float32
+    assert obs.shape == (batch, *obs_space.shape) and obs.dtype == obs_space.dtype
     actions = jax.vmap(act_space.sample)(keys)
     assert actions.shape == (batch, *act_space.shape) and actions.dtype == act_space.dtype
     step = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))
     new_state, ts = step(keys, state, actions, params)
-    assert ts.obs.shape == obs.shape and ts.obs.dtype == jnp.float32
+    assert ts.obs.shape == obs.shape and ts.obs.dtype == obs_space.dtype
     assert ts.reward.shape == (batch,) and ts.reward.dtype == jnp.float32
     assert ts.terminated.dtype == jnp.bool_ and ts.truncated.dtype == jnp.bool_
     # Scan carries never change type.

@@ -154,7 +154,7 @@ def test_single_env_passes_check_env_with_matching_spaces(env_id):
     obs_space = jax_env.observation_space(jax_env.default_params)
     act_space = jax_env.action_space(jax_env.default_params)
     assert env.observation_space.shape == obs_space.shape
-    assert env.observation_space.dtype == np.float32
+    assert env.observation_space.dtype == np.dtype(obs_space.dtype)  # float32; MinAtar: bool
     np.testing.assert_array_equal(env.observation_space.low, _unbounded(obs_space.low))
     np.testing.assert_array_equal(env.observation_space.high, _unbounded(obs_space.high))
     if isinstance(act_space, jaxsim.Discrete):
@@ -198,7 +198,7 @@ def test_single_env_steps_equal_jaxsims_step(env_id):
     params = jax_env.default_params
     step = jax.jit(jax_env.step)
     obs, info = genv.reset(seed=0)
-    assert obs.dtype == np.float32 and obs.shape == genv.observation_space.shape
+    assert obs.dtype == genv.observation_space.dtype and obs.shape == genv.observation_space.shape
     assert info == {}
     state = genv.unwrapped._state
     genv.action_space.seed(0)
@@ -210,6 +210,7 @@ def test_single_env_steps_equal_jaxsims_step(env_id):
         obs, reward, terminated, truncated, _ = genv.step(action)
         state, ts = step(key, state, jnp.asarray(action).astype(act_dtype(jax_env)), params)
         np.testing.assert_array_equal(obs, np.asarray(ts.obs))
+        assert obs.dtype == np.asarray(ts.obs).dtype == genv.observation_space.dtype
         assert isinstance(reward, float) and reward == float(ts.reward)
         assert (terminated, truncated) == (bool(ts.terminated), bool(ts.truncated))
         assert truncated == (t == 25)  # jaxsim's limit, applied once

@@ -70,7 +70,7 @@ def record_original(env, steps, seed, max_len, up_bias=0.0, first_len=None, ramp
         game.reset()
         game.last_action = 0
         reset_u = rec.take(env.num_reset_uniforms)
-        first_obs.append(game.state().astype(np.float32))
+        first_obs.append(game.state())  # bool [10, 10, C], as jaxsim's
         for i in range(max_len if len(first_obs) > 1 or first_len is None else first_len):
             if actions_rng.random() < up_bias:
                 a = action_set.index(2)  # up (Freeway: the chicken crosses now and then)
@@ -81,7 +81,7 @@ def record_original(env, steps, seed, max_len, up_bias=0.0, first_len=None, ramp
             cols["reset_u"].append(reset_u)
             cols["action"].append(a)
             cols["step_u"].append(rec.take(env.num_step_uniforms))
-            cols["obs"].append(game.state().astype(np.float32))
+            cols["obs"].append(game.state())
             cols["reward"].append(reward)
             cols["term"].append(term)
             t += 1
@@ -143,6 +143,7 @@ def test_step_exact_parity_with_the_original(env_id, steps, max_len, up_bias, ra
     first, obs, reward, term = (np.asarray(x) for x in out)
     starts = np.flatnonzero(rec["start"])
     assert len(starts) >= 4 and rec["reward"].sum() > 0  # many episodes, some rewarded
+    assert first.dtype == obs.dtype == first_obs.dtype == rec["obs"].dtype == np.bool_
     np.testing.assert_array_equal(first[starts], first_obs, err_msg="reset observations")
     for name, mine, theirs in (("obs", obs, rec["obs"]), ("reward", reward, rec["reward"])):
         bad = np.flatnonzero((mine != theirs).reshape(len(mine), -1).any(axis=1))

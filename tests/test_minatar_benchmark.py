@@ -73,7 +73,7 @@ def test_sizes_traffic_model_counts_each_games_grid():
     rows = {r["env_id"]: r for r in minatar_traffic("all", 8, (4,), 16, games)}
     assert set(rows) == set(games) and rows[games[1]]["channels"] == 7
     for env_id, r in rows.items():
-        cells = 4 * 100 * r["channels"]  # float32 [10, 10, C]
+        cells = 100 * r["channels"]  # bool [10, 10, C]: a byte a cell
         m = r["model"]
         # obs and next_obs, and the action, reward and flags' few bytes
         assert 2 * cells < m["output_bytes_per_step"] <= 2 * cells + 32, env_id

@@ -66,6 +66,12 @@ def test_scan_rollout_on_mesh_equals_unsharded():
 
 
 @pytest.mark.slow
+def test_minatar_bool_observations_on_mesh():
+    result = _worker("minatar")
+    assert result == {"dtypes": ["bool"], "equal": True, "split": True}
+
+
+@pytest.mark.slow
 def test_fused_rollout_per_shard_keeps_global_indices():
     result = _worker("fused")
     _assert_matches(result["first"])

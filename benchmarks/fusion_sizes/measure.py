@@ -99,8 +99,8 @@ def minatar_traffic(
 ) -> list[dict[str, Any]]:
     """`traffic_model` of each MinAtar game, from shapes only (nothing runs). The kernel writes
     a grid as its packed row words (10 C float32 columns, `jaxsim.envs.minatar._grid.words`),
-    which XLA then reads and unpacks into the [10, 10, C] float32 cells outside it: per kept
-    grid, the fused figure adds those 2 x 40 C bytes to the cells' 400 C."""
+    which XLA then reads and unpacks into the [10, 10, C] bool cells outside it: per kept
+    grid, the fused figure adds those 2 x 40 C bytes to the cells' 100 C."""
     rows = []
     for env_id in env_ids:
         env = jaxsim.make(env_id)

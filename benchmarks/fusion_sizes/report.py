@@ -107,8 +107,9 @@ def sizes_section(r: Record, base: Path, plot: Path | None) -> str:
     if d.get("minatar_traffic"):
         parts.append(
             "The MinAtar games' bytes per env-step under the same model (shapes only; a kept "
-            "grid is 400 C bytes of float32 cells, which the kernel writes as 40 C bytes of "
-            "packed row words that XLA then unpacks):"
+            "grid is 100 C bool cells, 100 C bytes (400 C in records made while they were "
+            "float32), which the kernel writes as 40 C bytes of packed row words that XLA then "
+            "unpacks):"
         )
         parts.append(minatar_table(d["minatar_traffic"]))
     if plot is not None:

@@ -61,14 +61,17 @@ def _chained(step_call: Callable, carry) -> Callable[[], Any]:
 
 
 def jaxsim_loop(
-    env_id: str, num_envs: int, steps: int, backend="scan", keep_obs=True
+    env_id: str, num_envs: int, steps: int, backend="scan", keep_obs=True, reuse=False
 ) -> Callable[[], Any]:
     """`jaxsim.rollout(jaxsim.make(env_id), ...)` on `backend`, keeping observations, chained
     through `final_state`: the public call, its checks included. Serves the native games (scan
     or fused) and the gymnax adapter ("gymnax/<id>", scan) alike. The fused kernel runs only
     jaxsim's own policies: there the random policy is `jaxsim.random_policy` (counter-based
     uniform actions), elsewhere `discrete_policy`, as in gymnax's loop. Without `keep_obs`
-    the call returns None for the observations and keeps rewards and flags only."""
+    the call returns None for the observations and keeps rewards and flags only. With `reuse`
+    (scan) each call writes into the previous call's trajectory, `rollout(..., out=previous)`
+    (its buffers donated: a training loop that is done with last chunk's outputs), starting
+    from one fresh rollout made here, so every timed call is the same `out=` program."""
     env = jaxsim.make(env_id)
     if backend == "fused":
         policy = jaxsim.random_policy(env)
@@ -80,14 +83,32 @@ def jaxsim_loop(
     # the chained calls at one compile.
     state = strong_types(state)
 
+    outputs = KEPT if keep_obs else "rewards"
+
     def step_call(state, key):
         traj = jaxsim.rollout(
             env, policy, steps, num_envs=num_envs, key=key, state=state,
-            outputs=KEPT if keep_obs else "rewards", backend=backend,
+            outputs=outputs, backend=backend,
         )  # fmt: skip
         return traj.final_state, (traj.obs, traj.reward, traj.terminated | traj.truncated)
 
-    return _chained(step_call, state)
+    if not reuse:
+        return _chained(step_call, state)
+    if backend != "scan":
+        raise ValueError(f"jaxsim_loop: reuse (out=) runs on the scan backend, got {backend!r}")
+
+    def reuse_call(previous, key):
+        traj = jaxsim.rollout(
+            env, policy, steps, num_envs=num_envs, key=key, state=previous.final_state,
+            outputs=outputs, backend=backend, out=previous,
+        )  # fmt: skip
+        return traj, (traj.obs, traj.reward, traj.terminated | traj.truncated)
+
+    first = jaxsim.rollout(
+        env, policy, steps, num_envs=num_envs, key=jax.random.key(0), state=state,
+        outputs=outputs, backend=backend,
+    )  # fmt: skip
+    return _chained(reuse_call, first)
 
 
 def gymnax_loop(name: str, num_envs: int, steps: int, keep_obs=True) -> Callable[[], Any]:

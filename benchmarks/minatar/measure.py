@@ -6,38 +6,43 @@ Usage:
   python -m benchmarks.minatar --quick            # 32 steps per call, 3 repeats
   python -m benchmarks.minatar --games Breakout,Freeway --impls gymnax --repeats 7 --out x.json
   python -m benchmarks.minatar --rewards-only     # the JAX loops keep no observations
+  python -m benchmarks.minatar --impls reuse,original  # out= reuse and the original only
 
 Per game, at N environments, random uniform actions, every step's observation kept:
 - jaxsim: `jaxsim.rollout(jaxsim.make("MinAtar/<Game>-v0"), ..., outputs=("obs", "reward",
-  "terminated", "truncated"))` on the scan backend, chained through `final_state`;
+  "terminated", "truncated"))` on the scan backend, chained through `final_state`, a fresh
+  trajectory each call; its observations the original's bool [10, 10, C] grid;
+- reuse: the same call with `out=` the previous call's trajectory (its buffers donated);
 - gymnax: gymnax's `<Game>-MinAtar` in its own jit(scan(vmap(env.step))), observations kept;
 - adapter: `jaxsim.make("gymnax/<Game>-MinAtar")` through the same `jaxsim.rollout` call;
 - fused (when asked; for a GPU): the native game through the same call on the fused backend;
 - original: the `minatar` package's `MinAtar/<Game>-v0` in Gymnasium's SyncVectorEnv (Python
   objects stepped one by one: env-steps/s barely depends on the vector's size, so a smaller
   vector, `--original-envs`, measures the same rate in less time).
-The three JAX loops take turns (`time_interleaved`), so load from other processes falls on each
+The JAX loops take turns (`time_interleaved`), so load from other processes falls on each
 alike. Compile is timed apart (first call), every call is blocked on, figures are medians of the
 repeats. The last call's outputs are checked: observations [steps, N, 10, 10, C] of 0/1 cells,
 finite rewards. Targets per game: jaxsim / gymnax >= 3 and jaxsim / original >= 100;
 jaxsim / adapter is recorded beside them. The games differ from gymnax's (sticky actions, the
 full action set, ramping) as the original does: gymnax's games step less logic per step.
 
-Where the time goes (Breakout and Freeway, N = 4096, 64 steps per call, scan backend, 2 shared
-cores at load average 13-22, 2026-12; A/B of one process's jitted calls, median of 5): the
-float32 observation, [N, 10, 10, C] cells kept every step (1.6 KB per env-step for Breakout,
-2.8 KB for Freeway), is nearly all of it. Breakout: 1967 ms a call with observations kept,
-104 ms with rewards only; writing the same float32 cells from a trivial scan, no game at all,
-1409 ms (uint8 cells: 601 ms); building the grid and writing it without the game 1633 ms;
-building only the packed row words (40 C bytes) 209 ms. Freeway: 2610 ms kept, 355 ms rewards
-only (its 17 step uniforms and 8 cars are in those 355), 1819 ms for the float32 write alone.
-The same bytes written in one XLA op instead of a scan take as long (0.2 GB/s here: fresh
-output pages under load), so the write is the floor and gymnax's loop, writing the same cells,
-sits on it too: with observations kept in float32 the ratio to gymnax stays near the ratio of
-the games' small remainders, whatever the step costs. Fewer uniforms or a cheaper grid build
-would move the 5-15% above the floor; keeping the grid as the original's bool/uint8 (4x fewer
-bytes) or as packed words (10x) is what would move the figure, and is an API decision
-(observation_space is float32 Box).
+Where the time goes (measured while the grid was float32 0/1; Breakout and Freeway, N = 4096, 64
+steps per call, scan backend, 2 shared cores at load average 13-22, 2026-12; A/B of one
+process's jitted calls, median of 5): the observation, [N, 10, 10, C] cells kept every step, was
+nearly all of it. Breakout: 1967 ms a call with observations kept, 104 ms with rewards only;
+writing the same float32 cells from a trivial scan, no game at all, 1409 ms (uint8 cells:
+601 ms); building the grid and writing it without the game 1633 ms; building only the packed
+row words (40 C bytes) 209 ms. Freeway: 2610 ms kept, 355 ms rewards only, 1819 ms for the
+float32 write alone. The same bytes written in one XLA op instead of a scan took as long (0.2
+GB/s here: fresh output pages under load), so the write is the floor.
+
+The grid is now the original's bool (1 byte a cell, 4x fewer than float32), while gymnax's
+loop still writes float32 cells (its `get_obs` casts to float32). A fresh trajectory per call
+still pays for its fresh output pages; the "reuse" row, `rollout(..., out=previous)`, writes
+into the previous call's donated buffers and so skips that (what a training loop done with the
+last chunk's outputs can do). The next lever is fewer bytes still: the packed row words (40 C
+bytes against the bool cells' 100 C: 2.5x fewer), an API choice beyond the original's grid;
+the rewards-only run (`--rewards-only`) bounds what any observation format can reach.
 """
 
 from __future__ import annotations
@@ -57,11 +62,15 @@ from benchmarks.harness.record import default_out, finish
 from benchmarks.harness.timing import time_fn, time_interleaved
 from benchmarks.minatar import loops
 
-IMPLS = ("gymnax", "adapter", "original", "fused")
-CPU_IMPLS = IMPLS[:3]  # the fused kernel runs in Pallas interpret mode on a CPU: tests only
+IMPLS = ("reuse", "gymnax", "adapter", "original", "fused")
+CPU_IMPLS = IMPLS[:4]  # the fused kernel runs in Pallas interpret mode on a CPU: tests only
 # jaxsim's native game over each other loop, env-steps/s: what the issue asks (None: recorded).
 # "fused" is the native game on the fused backend: its ratio is recorded as fused over scan.
-TARGETS = {"gymnax": 3.0, "adapter": None, "original": 100.0, "fused": None}
+# "reuse" is the native game on the scan backend writing into the previous call's trajectory
+# (`rollout(..., out=previous)`): recorded as out= over the fresh scan loop, and its ratios to
+# gymnax and the original beside the fresh-buffer row's, against the same targets.
+TARGETS = {"reuse": None, "gymnax": 3.0, "adapter": None, "original": 100.0, "fused": None}
+REUSE_TARGETS = {"gymnax": 3.0, "original": 100.0}
 PACKAGES = ("gymnax", "gymnasium", "minatar")
 
 
@@ -108,6 +117,7 @@ def jax_points(game: str, args) -> list[dict[str, Any]]:
     adapter = f"gymnax/{gymnax_id}"
     makers = {
         "jaxsim": (native, lambda: loops.jaxsim_loop(native, n, steps, keep_obs=obs)),
+        "reuse": (native, lambda: loops.jaxsim_loop(native, n, steps, keep_obs=obs, reuse=True)),
         "gymnax": (gymnax_id, lambda: loops.gymnax_loop(gymnax_id, n, steps, keep_obs=obs)),
         "adapter": (adapter, lambda: loops.jaxsim_loop(adapter, n, steps, keep_obs=obs)),
         "fused": (native, lambda: loops.jaxsim_loop(native, n, steps, "fused", keep_obs=obs)),
@@ -144,24 +154,24 @@ def original_point(game: str, args) -> dict[str, Any]:
         return _failed(game, "original", f"minatar:{gym_id}", n, e)
 
 
+def _ratio(mine, theirs, impl) -> tuple[float, float | None]:
+    """(ratio of medians, median of each round's ratio for the interleaved JAX loops)."""
+    value = mine["steps_per_s"]["median"] / theirs["steps_per_s"]["median"]
+    paired = None
+    if impl != "original":  # same steps per call, samples taken in turn
+        a, b = mine["timing"]["samples_s"], theirs["timing"]["samples_s"]
+        paired = statistics.median(y / x for x, y in zip(a, b, strict=True))
+    return value, paired
+
+
 def ratios(points) -> list[dict[str, Any]]:
     """Per game, jaxsim's env-steps/s over each other loop's: ratio of medians, and for the
-    interleaved JAX loops the median of each round's ratio (cancels slow drifts in load)."""
+    interleaved JAX loops the median of each round's ratio (cancels slow drifts in load); then
+    the `out=` row's over gymnax's and the original's, against the same targets."""
     ok = {(p["game"], p["impl"]): p for p in points if p["status"] == "ok"}
     targets = []
-    for (game, impl), theirs in ok.items():
-        mine = ok.get((game, "jaxsim"))
-        if impl == "jaxsim" or mine is None:
-            continue
-        value = mine["steps_per_s"]["median"] / theirs["steps_per_s"]["median"]
-        paired = None
-        if impl != "original":  # same steps per call, samples taken in turn
-            a, b = mine["timing"]["samples_s"], theirs["timing"]["samples_s"]
-            paired = statistics.median(y / x for x, y in zip(a, b, strict=True))
-        name = f"jaxsim / {impl}"
-        if impl == "fused":  # the kernel over the scan loop
-            name, value, paired = "fused / scan", 1 / value, paired and 1 / paired
-        need = TARGETS[impl]
+
+    def add(name, game, mine, value, paired, need):
         status = "info" if need is None else ("pass" if value >= need else "fail")
         targets.append(
             {
@@ -176,6 +186,22 @@ def ratios(points) -> list[dict[str, Any]]:
                 "status": status,
             }
         )
+
+    for (game, impl), theirs in ok.items():
+        mine = ok.get((game, "jaxsim"))
+        if impl == "jaxsim" or mine is None:
+            continue
+        value, paired = _ratio(mine, theirs, impl)
+        name = f"jaxsim / {impl}"
+        if impl in ("fused", "reuse"):  # the kernel, or out=, over the fresh scan loop
+            name = f"{'fused' if impl == 'fused' else 'out='} / scan"
+            value, paired = 1 / value, paired and 1 / paired
+        add(name, game, mine, value, paired, TARGETS[impl])
+    for (game, impl), theirs in ok.items():
+        mine = ok.get((game, "reuse"))
+        if impl in REUSE_TARGETS and mine is not None:
+            value, paired = _ratio(mine, theirs, impl)
+            add(f"jaxsim out= / {impl}", game, mine, value, paired, REUSE_TARGETS[impl])
     return targets
 
 
@@ -278,7 +304,8 @@ def main(argv=None) -> int:
         "note": (
             "env-steps/s, median of repeats, random policy, observations "
             f"{'not ' * args.rewards_only}kept: jaxsim's native "
-            "MinAtar game (scan backend) beside gymnax's own jit(scan(vmap(step))) and jaxsim's "
+            "MinAtar game (scan backend; bool grid; fresh buffers, and 'reuse': out= the "
+            "previous trajectory) beside gymnax's own jit(scan(vmap(step))) and jaxsim's "
             "gymnax adapter (interleaved, same N and steps per call) and the original minatar "
             "package in Gymnasium's SyncVectorEnv"
         ),

@@ -8,10 +8,14 @@ from benchmarks.harness.formatting import format_rate, format_ratio, format_tabl
 from benchmarks.harness.report.markdown import provenance_block
 from benchmarks.harness.report.records import Record
 
-_LOOPS = ("jaxsim", "gymnax", "adapter", "original", "fused")
-# Each loop's ratio in the record: jaxsim's native game over it; the kernel over the scan.
+_LOOPS = ("jaxsim", "reuse", "gymnax", "adapter", "original", "fused")
+# Each loop's ratio in the record: jaxsim's native game over it; the kernel, and out= reuse,
+# over the scan with fresh buffers.
 _RATIO = {"gymnax": "jaxsim / gymnax", "adapter": "jaxsim / adapter",
-          "original": "jaxsim / original", "fused": "fused / scan"}  # fmt: skip
+          "original": "jaxsim / original", "fused": "fused / scan",
+          "reuse": "out= / scan"}  # fmt: skip
+# With a reuse row: its own ratios to gymnax and the original (the same targets).
+_REUSE_RATIOS = ("jaxsim out= / gymnax", "jaxsim out= / original")
 
 
 def minatar_section(r: Record, base: Path, plot: Path | None = None) -> str:
@@ -26,13 +30,17 @@ def minatar_section(r: Record, base: Path, plot: Path | None = None) -> str:
         '(`jaxsim.make("gymnax/<Game>-MinAtar")`), timed in alternation, and the original '
         "`minatar` package in Gymnasium's SyncVectorEnv. Every loop keeps every step's "
         "observation. Targets: jaxsim / gymnax >= 3, jaxsim / original >= 100. On a GPU, "
-        "*fused*: the native game on the fused backend, timed in turn with the scan."
+        "*fused*: the native game on the fused backend, timed in turn with the scan. *reuse* "
+        "(records since the grid became bool): the native game with `rollout(..., out=previous)`"
+        ", writing into the previous call's buffers."
     )
     points = d.get("results", [])
     by = {(p["game"], p["impl"]): p for p in points}
     ratio = {(t["game"], t["name"]): t for t in d.get("targets", [])}
     games = list(dict.fromkeys(p["game"] for p in points))
     loops = [impl for impl in _LOOPS if any(p["impl"] == impl for p in points)]
+    names = [_RATIO[impl] for impl in loops[1:]]
+    names += list(_REUSE_RATIOS) if "reuse" in loops else []
     rows = []
     for game in games:
         cells = []
@@ -42,12 +50,12 @@ def minatar_section(r: Record, base: Path, plot: Path | None = None) -> str:
             cells.append(
                 format_rate(p["steps_per_s"]["median"]) if ok else (p or {}).get("status", "–")
             )
-        for impl in loops[1:]:
-            t = ratio.get((game, _RATIO[impl]))
+        for name in names:
+            t = ratio.get((game, name))
             cells.append(f"{format_ratio(t['value'])} ({t['status']})" if t else "–")
         n = by.get((game, "jaxsim"), {}).get("num_envs", "")
         rows.append([game, n, *cells])
-    headers = ["game", "N", *loops, *(_RATIO[impl] for impl in loops[1:])]
+    headers = ["game", "N", *loops, *names]
     parts.append(format_table(headers, rows))
     notes = [
         f"- {p['game']} {p['impl']}: {p['status']}: {p.get('reason')}"

@@ -44,7 +44,9 @@ class MinAtarConfig:
 class MinAtarEnv(Env):
     """A MinAtar game on the original's terms (Young and Tian's `minatar` package).
 
-    The observation is the original's [10, 10, C] grid of 0/1 cells, as float32. Each step first
+    The observation is the original's [10, 10, C] grid of cells, bool as the original's (its
+    Gymnasium `observation_space` is `Box(0, 1, (10, 10, C), bool)`, and so is this one's;
+    policies cast it to float where they compute on it). Each step first
     decides stickiness as the original's `Environment.act` does: with the step's first uniform
     `u[0] < sticky_action_prob` the last action taken is repeated. The state holds that last
     action (0, no-op, at reset: each episode starts as a freshly built original environment,
@@ -68,6 +70,7 @@ class MinAtarEnv(Env):
     minimal_actions: ClassVar[tuple[int, ...]]
     params_type = MinAtarParams
     config_type = MinAtarConfig
+    obs_dtype = jnp.bool_
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -107,13 +110,13 @@ class MinAtarEnv(Env):
         return grid.words(rows)
 
     def obs_from_components(self, stacked):
-        return grid.unpack(stacked, self.num_channels).astype(jnp.float32)
+        return grid.unpack(stacked, self.num_channels).astype(jnp.bool_)
 
     def obs_cells(self, columns):
         return grid.cells(columns, self.num_channels)
 
     def observation_space(self, params):
-        return Box(0.0, 1.0, self.obs_shape)
+        return Box(0.0, 1.0, self.obs_shape, jnp.bool_)
 
     def action_space(self, params):
         n = len(self.minimal_actions) if self.config.minimal_action_set else grid.NUM_ACTIONS
