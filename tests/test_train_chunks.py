@@ -317,18 +317,18 @@ def test_compile_options_per_program_leave_out_what_jaxlib_does_not_know(monkeyp
     if jax.default_backend() != "cpu":
         pytest.skip("the options are XLA:CPU's")
     assert agent_module.compiler_options("init")["xla_backend_optimization_level"] == 0
-    known = agent_module._known_option("xla_cpu_experimental_ynn_fusion_type", "")
-    no_ynn = {"xla_cpu_experimental_ynn_fusion_type": ""} if known else {}
-    assert agent_module.compiler_options("run") == {**agent_module.CPU_COMPILER_OPTIONS, **no_ynn}
+    assert agent_module.compiler_options("run") == agent_module.CPU_COMPILER_OPTIONS
     bogus = {**agent_module.CPU_PROGRAM_OPTIONS, "evaluate": {"xla_no_such_option": True}}
     monkeypatch.setattr(agent_module, "CPU_PROGRAM_OPTIONS", bogus)
     assert agent_module.compiler_options("evaluate") == agent_module.CPU_COMPILER_OPTIONS
 
 
-def test_agent_programs_compile_without_ynnpack_fusions():
+def test_programs_of_an_env_that_asks_compile_without_ynnpack_fusions():
     # jaxlib 0.10's XLA:CPU hands batched dots and reductions to YNNPACK (a "__ynn_fusion"); in a
-    # simulator's inner loops (brax's) that costs ~10x per step, so agents' programs turn it off.
+    # physics pipeline's inner loops (brax's) that costs ~13x per step, so the physics adapters
+    # ask for none (`Env.cpu_compiler_options`); other envs' programs keep them.
     from agents.agent import compiler_options
+    from jaxsim.envs.adapters import StateStepEnv
 
     if jax.default_backend() != "cpu":
         pytest.skip("the options are XLA:CPU's")
@@ -337,10 +337,11 @@ def test_agent_programs_compile_without_ynnpack_fusions():
     def f(x, w):
         return (x @ w).sum(1)
 
-    default = jax.jit(f).lower(x, w).compile().as_text()
-    if "ynn_fusion" not in default:
+    def fusions(options) -> bool:
+        return "ynn_fusion" in jax.jit(f).lower(x, w).compile(compiler_options=options).as_text()
+
+    if not fusions(None):
         pytest.skip("this jaxlib makes no YNNPACK fusions")
+    assert fusions(compiler_options("run", SignBandit()))
     for program in ("init", "run", "evaluate"):
-        lowered = jax.jit(f).lower(x, w)
-        text = lowered.compile(compiler_options=compiler_options(program)).as_text()
-        assert "ynn_fusion" not in text, program
+        assert not fusions(compiler_options(program, StateStepEnv)), program
