@@ -94,6 +94,9 @@ class Env(Generic[State, Params]):
     # gathers and scatters around it (a physics engine's reset). A native reset is a few hashes:
     # there the gathering costs more than it saves (`python -m benchmarks.compact_reset`).
     compact_reset: ClassVar[bool] = False
+    # XLA:CPU compile options a program stepping this environment should use (a trainer's jit
+    # reads them, e.g. agents'); the options a jaxlib does not know are for it to leave out.
+    cpu_compiler_options: ClassVar[dict[str, Any]] = {}
     # Why the fused kernel cannot run this environment, when the class knows it statically.
     fused_refusal: ClassVar[str | None] = None
 

@@ -14,15 +14,16 @@ if str(_REPO) not in sys.path:
 
 from benchmarks.harness import registry  # noqa: E402
 from benchmarks.harness.suite import Plan  # noqa: E402
-from benchmarks.peers import brax_case, measure, report  # noqa: E402
+from benchmarks.peers import brax_case, measure, report, sbx_case  # noqa: E402
 
 
 def test_absent_peer_venvs_are_skipped_with_their_setup_command(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PEER_ENVS", str(tmp_path / "no-envs"))
     out = tmp_path / "peers.json"
-    assert measure.main(["--cases", "brax_ppo_speed,rejax_ppo", "--out", str(out)]) == 0
+    cases = "brax_ppo_speed,rejax_ppo,sbx_ppo"
+    assert measure.main(["--cases", cases, "--out", str(out)]) == 0
     record = json.loads(out.read_text())
-    for case, peer in (("brax_ppo_speed", "brax"), ("rejax_ppo", "rejax")):
+    for case, peer in (("brax_ppo_speed", "brax"), ("rejax_ppo", "rejax"), ("sbx_ppo", "sbx")):
         why = record["cases"][case]["skipped"]
         assert f"bash benchmarks/peers/setup_envs.sh {peer}" in why and "no-envs" in why
     assert registry.record_problems(record) == []
@@ -68,7 +69,68 @@ def test_report_gives_each_case_its_ratio_verdict_and_load():
     assert any("comparison.ratio" in p for p in registry.record_problems(record))
 
 
-@pytest.mark.parametrize("script", ["peer_brax.py", "peer_rejax.py"])
+def _sbx_run(seed: int, solved: bool, wall: float) -> dict:
+    return {
+        "seed": seed,
+        "solved": solved,
+        "steps_to_target": 9_000 if solved else None,
+        "train_wall_s_to_target": wall / 2 if solved else None,
+        "outer_wall_s": wall,
+        "load_after": 3.0,
+        "versions": {"jax": "0.10.2", "sbx": "0.28.0"},
+    }
+
+
+def _jaxsim_process(per_seed: float, solved: list[bool]) -> dict:
+    return {"per_seed_wall_s": per_seed, "wall_s": per_seed * len(solved),
+            "solved_per_seed": solved, "solved_all": all(solved), "load_before": 2.0,
+            "load_after": 2.5}  # fmt: skip
+
+
+def test_sbx_case_times_whole_processes_per_seed_and_its_record_validates(tmp_path, monkeypatch):
+    # A venv that exists (its python a placeholder): the case runs, its processes faked.
+    python = tmp_path / "envs" / "sbx" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.touch()
+    monkeypatch.setenv("PEER_ENVS", str(tmp_path / "envs"))
+    calls = []
+
+    def fake_peer(peer, script, args, timeout_s):
+        calls.append((peer, script, args))
+        seed = int(args[args.index("--seed") + 1])
+        return _sbx_run(seed, True, [30.0, 50.0][seed])
+
+    def fake_jaxsim(case, seeds, smoke):
+        return {"cold": _jaxsim_process(10.0, [True] * seeds),
+                "warm": _jaxsim_process(4.0, [True] * seeds)}  # fmt: skip
+
+    monkeypatch.setattr(measure, "run_peer", fake_peer)
+    monkeypatch.setattr(sbx_case, "jaxsim_side", fake_jaxsim)
+    out = tmp_path / "peers.json"
+    assert measure.main(["--cases", "sbx_ppo", "--seeds", "2", "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert registry.record_problems(record) == []
+    case = record["cases"]["sbx_ppo"]
+    # One SBX process per seed at rl-zoo's settings, each with the CartPole target.
+    assert [c[2][:5] for c in calls] == [["ppo", "--env", "CartPole-v1", "--seed", str(s)]
+                                         for s in (0, 1)]  # fmt: skip
+    assert all("--target" in c[2] and "475.0" in c[2] for c in calls)
+    # SBX's mean process wall per seed (40 s) over jaxsim's per seed, cold (10 s) and warm (4 s).
+    assert case["comparison"]["ratio"] == pytest.approx(4.0)
+    assert case["comparison"]["ratios"]["warm"] == pytest.approx(10.0)
+    (row,) = report.rows(record)
+    assert row[3] == "4x cold; 10x warm" and row[4] == ">= 2x: met" and "jax 0.10.2" in row[2]
+
+
+def test_sbx_case_gives_no_ratio_when_a_seed_is_not_solved():
+    runs = [_sbx_run(0, True, 30.0), _sbx_run(1, False, 80.0)]
+    summary = sbx_case.sbx_summary(runs)
+    assert summary["solved_per_seed"] == [True, False] and summary["per_seed_wall_s"] is None
+    assert "--total-timesteps" in sbx_case.sbx_args("sbx_sac", 0, smoke=True)
+    assert "-200.0" in sbx_case.sbx_args("sbx_sac", 0, smoke=False)
+
+
+@pytest.mark.parametrize("script", ["peer_brax.py", "peer_rejax.py", "peer_sbx.py"])
 def test_peer_scripts_import_nothing_from_this_repository(script):
     # They run under the peers' venvs, whose jax jaxsim does not support.
     tree = ast.parse((_REPO / "benchmarks" / "peers" / script).read_text())

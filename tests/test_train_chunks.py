@@ -321,3 +321,27 @@ def test_compile_options_per_program_leave_out_what_jaxlib_does_not_know(monkeyp
     bogus = {**agent_module.CPU_PROGRAM_OPTIONS, "evaluate": {"xla_no_such_option": True}}
     monkeypatch.setattr(agent_module, "CPU_PROGRAM_OPTIONS", bogus)
     assert agent_module.compiler_options("evaluate") == agent_module.CPU_COMPILER_OPTIONS
+
+
+def test_programs_of_an_env_that_asks_compile_without_ynnpack_fusions():
+    # jaxlib 0.10's XLA:CPU hands batched dots and reductions to YNNPACK (a "__ynn_fusion"); in a
+    # physics pipeline's inner loops (brax's) that costs ~13x per step, so the physics adapters
+    # ask for none (`Env.cpu_compiler_options`); other envs' programs keep them.
+    from agents.agent import compiler_options
+    from jaxsim.envs.adapters import StateStepEnv
+
+    if jax.default_backend() != "cpu":
+        pytest.skip("the options are XLA:CPU's")
+    x, w = np.ones((2048, 8), np.float32), np.ones((8, 8), np.float32)
+
+    def f(x, w):
+        return (x @ w).sum(1)
+
+    def fusions(options) -> bool:
+        return "ynn_fusion" in jax.jit(f).lower(x, w).compile(compiler_options=options).as_text()
+
+    if not fusions(None):
+        pytest.skip("this jaxlib makes no YNNPACK fusions")
+    assert fusions(compiler_options("run", SignBandit()))
+    for program in ("init", "run", "evaluate"):
+        assert not fusions(compiler_options(program, StateStepEnv)), program

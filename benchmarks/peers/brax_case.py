@@ -13,6 +13,7 @@ computes GAE per 5-step unroll, jaxsim per 80-step rollout.
 
 from __future__ import annotations
 
+import functools
 import os
 import statistics
 import time
@@ -22,6 +23,7 @@ import jax
 import numpy as np
 
 import jaxsim
+from agents.agent import compiler_options
 from agents.loop import run_chunks
 from agents.ppo import PPO, PPOConfig
 from benchmarks.harness.timing import CompileWatcher
@@ -110,6 +112,7 @@ def jaxsim_speed(env: str, chunk: int, repeats: int) -> dict[str, Any]:
         "sps": steps / statistics.median(walls),
         "compile_s": watch.seconds or 0.0,
         "first_chunk_s": first_s,
+        "compiler_options": compiler_options(env=agent.env),
         "load": loads,
     }
 
@@ -126,7 +129,9 @@ def rollout_only_speed(env: str, repeats: int, **overrides) -> dict[str, Any]:
         shape = (obs.shape[0], *space.shape)
         return jax.random.uniform(key, shape, minval=space.low, maxval=space.high)
 
-    @jax.jit
+    # The agents' CPU compile options for this env (`agents.agent.compiler_options`: no YNNPACK
+    # fusions for brax's), so this split of the loop's time compiles its stepping as the loop does.
+    @functools.partial(jax.jit, compiler_options=compiler_options(env=sim))
     def call(key, state):
         out = jaxsim.rollout(
             sim, policy, config.num_steps, key=key, state=state, outputs="rewards", backend="scan"
@@ -146,6 +151,7 @@ def rollout_only_speed(env: str, repeats: int, **overrides) -> dict[str, Any]:
         "call_wall_s": walls,
         "sps": config.num_envs * config.num_steps / statistics.median(walls),
         "first_call_s": first_s,
+        "compiler_options": compiler_options(env=sim),
         "load": os.getloadavg()[0],
     }
 

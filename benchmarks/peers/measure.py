@@ -1,4 +1,4 @@
-"""jaxsim's agents beside the JAX training stacks a user would pick: brax's PPO trainer, rejax.
+"""jaxsim's agents beside the JAX training stacks a user would pick: brax's PPO trainer, rejax, SBX.
 
 Usage:
   bash benchmarks/peers/setup_envs.sh                # once: the peers' own venvs (.peer_envs/)
@@ -22,6 +22,10 @@ Cases:
                   them (64-64 networks); target >= 2x sooner.
   rejax_ppo, rejax_dqn  time per seed to 475 on CartPole-v1, every seed at once on both sides:
                   jaxsim's agents.train preset vs rejax's published gymnax config; target >= 2x.
+  sbx_ppo, sbx_dqn, sbx_sac  time per seed to solve CartPole-v1 (475; PPO, DQN) and Pendulum-v1
+                  (-200; SAC), whole processes as users run them: `python -m agents.train`
+                  (the preset, every seed at once; cold and warm compilation cache) vs one SBX
+                  process per seed at rl-zoo's settings (benchmarks/peers/sbx_case.py); >= 2x.
 Writes runs/bench/peers_<machine>[_smoke].json with provenance.
 """
 
@@ -39,10 +43,16 @@ from typing import Any
 from benchmarks.harness.arguments import split_list, unknown_names
 from benchmarks.harness.paths import REPO_ROOT, RUNS_DIR
 from benchmarks.harness.record import append_jsonl, finish
-from benchmarks.peers import brax_case
+from benchmarks.peers import brax_case, sbx_case
 from benchmarks.peers.report import summary
 
-CASES = ("brax_ppo_speed", "brax_ppo_solve", "rejax_ppo", "rejax_dqn")
+CASES = (
+    "brax_ppo_speed",
+    "brax_ppo_solve",
+    "rejax_ppo",
+    "rejax_dqn",
+    *sbx_case.CASES,  # sbx_ppo, sbx_dqn, sbx_sac
+)
 HERE = Path(__file__).resolve().parent
 SETUP = "bash benchmarks/peers/setup_envs.sh"
 SPEED_TARGET, SOLVE_TARGET = 1.0, 2.0
@@ -182,11 +192,45 @@ def rejax_solve(algorithm: str, seeds: int, smoke: bool) -> dict[str, Any]:
     }
 
 
+def sbx_solve(case: str, seeds: int, smoke: bool) -> dict[str, Any]:
+    """jaxsim's train command and SBX's processes, each seed to its confirmed solve."""
+    algorithm, env_id, target = sbx_case.CASES[case]
+    jx = sbx_case.jaxsim_side(case, seeds, smoke)
+    runs = [
+        run_peer("sbx", "peer_sbx.py", sbx_case.sbx_args(case, s, smoke), 3600)
+        for s in range(seeds)
+    ]
+    theirs = sbx_case.sbx_summary(runs)
+
+    def versus(label: str) -> float | None:
+        ours = jx.get(label)
+        if not ours or not ours["solved_all"] or not theirs["solved_all"]:
+            return None
+        return brax_case.ratio(theirs["per_seed_wall_s"], ours["per_seed_wall_s"])
+
+    ratios = {"cold": versus("cold"), "warm": versus("warm")}
+    return {
+        "env": env_id,
+        "algorithm": algorithm,
+        "target": target,
+        "jaxsim": jx,
+        "sbx": {**theirs, "runs": runs},
+        "comparison": {
+            "metric": "whole-process wall time per seed to the confirmed return (start to exit, "
+            "imports, compile and evaluations in), SBX / jaxsim; jaxsim trains every seed in one "
+            "process (its wall / seeds), SBX one process per seed (their mean); `ratio` is "
+            "jaxsim's cold run (a fresh compilation cache)",
+            **_verdict(ratios["cold"], SOLVE_TARGET),
+            "ratios": ratios,
+        },
+    }
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.peers", description=__doc__)
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("--cases", default=",".join(CASES), help=f"of {', '.join(CASES)}")
-    p.add_argument("--seeds", type=int, default=3, help="rejax cases: seeds, trained at once")
+    p.add_argument("--seeds", type=int, default=3, help="rejax and sbx cases: seeds")
     p.add_argument("--smoke", action="store_true", help="tiny budgets, 1 seed: checks it runs")
     p.add_argument("--out", type=Path, default=None, help="result JSON (default runs/bench/...)")
     return p
@@ -226,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
                     result = brax_speed(args.smoke)
                 elif name == "brax_ppo_solve":
                     result = brax_solve(args.smoke)
+                elif name in sbx_case.CASES:
+                    result = sbx_solve(name, seeds, args.smoke)
                 else:
                     result = rejax_solve(name.split("_")[1], seeds, args.smoke)
             except Exception as e:  # one case's failure is recorded; the others still run

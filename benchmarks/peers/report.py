@@ -1,5 +1,5 @@
 """The peers section of the results report, and the table `python -m benchmarks.peers` prints:
-jaxsim's agents beside brax's PPO trainer and rejax (`benchmarks.peers` records)."""
+jaxsim's agents beside brax's PPO trainer, rejax and SBX (`benchmarks.peers` records)."""
 
 from __future__ import annotations
 
@@ -49,6 +49,9 @@ def rows(record: dict[str, Any]) -> list[list[str]]:
                 [name, ours, theirs, format_ratio(cmp["ratio"]) + " (jaxsim/brax)", verdict, load]
             )
             continue
+        if name.startswith("sbx"):
+            found.append(_sbx_row(name, case, verdict))
+            continue
         jx = case["jaxsim"]
         peer_name = "brax" if name.startswith("brax") else "rejax"
         peer = case[peer_name]
@@ -96,6 +99,31 @@ def rows(record: dict[str, Any]) -> list[list[str]]:
     return found
 
 
+def _process_text(side: dict[str, Any]) -> str:
+    flags = side["solved_per_seed"]
+    seeds = f"{sum(flags)}/{len(flags)} seeds"
+    if not side["solved_all"]:
+        return f"not solved in budget, {seeds}"
+    return f"{format_seconds(side['per_seed_wall_s'])} s/seed, {seeds}"
+
+
+def _sbx_row(name: str, case: dict[str, Any], verdict: str) -> list[str]:
+    """Whole processes per seed: jaxsim's train command cold (and warm), SBX's processes."""
+    jx, sbx = case["jaxsim"], case["sbx"]
+    ours = _process_text(jx["cold"]) + " cold"
+    if jx.get("warm"):
+        ours += f"; {_process_text(jx['warm'])} warm"
+    runs = sbx.get("runs") or [{}]
+    theirs = f"{_process_text(sbx)}, jax {_jax(runs[0])}"
+    cmp = case["comparison"]
+    shown = format_ratio(cmp["ratio"]) + " cold"
+    if (cmp.get("ratios") or {}).get("warm"):
+        shown += f"; {format_ratio(cmp['ratios']['warm'])} warm"
+    sides = [jx["cold"].get("load_before"), (jx.get("warm") or jx["cold"]).get("load_after")]
+    load = _load(*sides, *(r.get("load_after") for r in runs))
+    return [name, ours, theirs, shown, verdict, load]
+
+
 def _solve_text(solved, wall, compile_s, steps, best=None, seeds=None) -> str:
     if not solved:
         text = "not solved in budget" + (f" (best {best:.0f})" if best is not None else "")
@@ -126,7 +154,9 @@ def peers_section(r, base: Path, plot: Path | None = None) -> str:
         "check reached the target and an independent deterministic evaluation of at least 32 "
         "episodes (keys apart) did too. Times are training wall-clock (compile in, evaluations "
         "out); the speed row is training env-steps/s at brax's published inverted_pendulum "
-        "settings with both sides on 64-64 networks. Load: the 1-minute load average beside "
+        "settings with both sides on 64-64 networks; the sbx rows are whole processes per seed "
+        "as users run them (start to exit: imports, compile and evaluations in). Load: the "
+        "1-minute load average beside "
         "each figure."
     )
     parts.append(summary(d))
