@@ -17,11 +17,12 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from jaxsim.autoreset import with_episode_params
 from jaxsim.core import Env
 from jaxsim.fused.config import is_power_of_two
 from jaxsim.policies import MLPPolicy, OpenLoopPolicy, RandomPolicy
 from jaxsim.spaces import Box, Discrete
-from jaxsim.transition import Lanes, batch_step, with_episode_params
+from jaxsim.transition import Lanes, batch_step
 
 
 # ------------------------------------------------------------------------------ what can run fused
