@@ -17,9 +17,22 @@ from flax import struct
 from jaxsim import rng
 from jaxsim.autoreset import ResetDraws, with_episode_params
 from jaxsim.core import Env
-from jaxsim.transition import Carry, Lanes, batch_step, initial_carry, stack_obs
+from jaxsim.transition import Carry, Lanes, initial_carry, policy_step, stack_obs
 
 _LANES = Lanes(vmapped=True, compact_reset=True)  # one device: done lanes reset alone
+
+
+class _GivenActions:
+    """`jaxsim.transition.policy_step`'s adapter for actions the host gave (Gymnasium's)."""
+
+    def view(self, env, columns):
+        return stack_obs(env, columns)
+
+    def act(self, env, action, index, obs):
+        return action, {}
+
+
+_GIVEN = _GivenActions()
 
 
 @struct.dataclass
@@ -85,9 +98,10 @@ def _step(env: Env, num_envs: int, same_step: bool, moving: Moving, fixed: Fixed
     keys = None
     if env.stochastic:
         keys = rng.dynamics_keys(fixed.key, counter, num_envs)
-    carry, rec = batch_step(
-        env, _LANES, moving.carry, action, fixed.params, params_axes, counter, fixed.draws, keys
-    )
+    carry, rec = policy_step(
+        env, _LANES, _GIVEN, action, moving.carry, fixed.params, params_axes, moving.counter,
+        fixed.draws, keys,
+    )  # fmt: skip
     next_obs = stack_obs(env, rec["next_obs"])  # before the auto-reset
     reward, terminated, truncated = rec["reward"], rec["terminated"], rec["truncated"]
     if same_step:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 
 from jaxsim import params as params_lib
 from jaxsim import rng, sharding
-from jaxsim.autoreset import ResetDraws, map_with_axes, with_episode_params
+from jaxsim.autoreset import ResetDraws, map_with_axes
 from jaxsim.core import Env
 from jaxsim.plan import RolloutInputs, RolloutSpec, combine, combine_sampler
 from jaxsim.policies import OpenLoopPolicy, split_policy_output
@@ -15,7 +18,7 @@ from jaxsim.record_scan import record_scan
 from jaxsim.reuse import donating
 from jaxsim.spaces import Space
 from jaxsim.trajectory import STEP_OUTPUTS, RolloutState, Trajectory
-from jaxsim.transition import Carry, Lanes, batch_step, initial_carry, stack_obs
+from jaxsim.transition import Carry, Lanes, initial_carry, policy_step, stack_obs
 
 
 def check_action(space: Space, action, num_envs: int) -> None:
@@ -32,6 +35,31 @@ def check_action(space: Space, action, num_envs: int) -> None:
 # A policy may be a plain function (static: part of the compile-cache key) or a pytree callable
 # holding arrays, e.g. network weights: its arrays are passed as arguments, so new weights of the
 # same shapes reuse the compiled rollout.
+@dataclasses.dataclass(frozen=True)
+class ScanPolicy:
+    """A policy on the whole batch, `jaxsim.transition.policy_step`'s adapter on the scan: it
+    reads obs[num_envs, *obs_shape] and takes, per step, its key, its seed (a counter-based
+    policy's `act_from_seed`) or, open loop, that step's actions."""
+
+    policy: Any
+    space: Space
+    num_envs: int
+
+    def view(self, env, columns):
+        return stack_obs(env, columns)
+
+    def act(self, env, policy_input, index, obs):
+        if isinstance(self.policy, OpenLoopPolicy):
+            out = policy_input
+        elif getattr(self.policy, "act_from_seed", None):
+            out = self.policy.act_from_seed(policy_input, index, obs)
+        else:
+            out = self.policy(policy_input, obs)
+        action, extras = split_policy_output(out)
+        check_action(self.space, action, self.num_envs)
+        return action, extras
+
+
 # ------------------------------------------------------------------------------------ scan backend
 def initial_state(
     env: Env, key: jax.Array, num_envs: int, params=None, params_sampler=None, mesh=None
@@ -102,39 +130,25 @@ def _scan_rollout(spec: RolloutSpec, inputs: RolloutInputs, into):
     # Per-step policy keys (and, for counter-based policies, their seeds) are drawn before the
     # loop: on the CPU each threefry call in the body is a rolled loop costing about a microsecond.
     steps = jnp.arange(n, dtype=jnp.int32)
-    seeded = getattr(policy, "act_from_seed", None)
-    open_loop = isinstance(policy, OpenLoopPolicy)
-    if open_loop:  # step t plays actions[t]; rollout checked their shape and dtype
+    if isinstance(policy, OpenLoopPolicy):  # step t plays actions[t]; rollout checked them
         policy_inputs = policy.actions[:n]
+    elif getattr(policy, "act_from_seed", None):
+        policy_inputs = keys.policy_seeds(n)
     else:
-        policy_inputs = keys.policy_seeds(n) if seeded else keys.policy_keys(n)
+        policy_inputs = keys.policy_keys(n)
     fields = spec.fields
+
+    adapter = ScanPolicy(policy, space, num_envs)
 
     def body(carry: Carry, xs):
         t, policy_input = xs
-        step_params, step_axes = with_episode_params(params, params_axes, carry.episode_params)
-        obs_columns = lanes.observe(env, carry.env_state, step_params, step_axes)
-        obs = stack_obs(env, obs_columns)
-        with jax.named_scope("policy"):
-            if open_loop:
-                out = policy_input
-            elif seeded:
-                out = seeded(policy_input, draws.index, obs)
-            else:
-                out = policy(policy_input, obs)
-            action, extras = split_policy_output(out)
-            check_action(space, action, num_envs)
-        with jax.named_scope("env_step"):
-            step_keys = None
-            if env.stochastic:
-                step_keys = sharding.constrain(keys.step_keys(t, num_envs), mesh)
-            counter = (t + 1).astype(jnp.uint32)
-            carry, rec = batch_step(
-                env, lanes, carry, action, params, params_axes, counter, draws, step_keys
-            )
-        carry = carry.checked(env, t, obs_columns, action, extras, rec, step_params, step_axes)
-        values = dict(rec, obs=obs, action=action, extras=extras)
-        values["next_obs"] = stack_obs(env, rec["next_obs"])
+        step_keys = None
+        if env.stochastic:
+            step_keys = sharding.constrain(keys.step_keys(t, num_envs), mesh)
+        carry, values = policy_step(
+            env, lanes, adapter, policy_input, carry, params, params_axes, t, draws, step_keys
+        )
+        values["next_obs"] = stack_obs(env, values["next_obs"])
         out = sharding.constrain({name: values[name] for name in fields}, mesh)
         return sharding.constrain(carry, mesh), out
 
@@ -155,12 +169,12 @@ def _split_batch_axis(mesh):
     return None if mesh is None else lambda ys: sharding.constrain(ys, mesh, batch_axis=1)
 
 
-_scan_jit = jax.jit(_scan_rollout, static_argnums=0)
-_scan_into_jit = donating(jax.jit(_scan_rollout, static_argnums=0, donate_argnums=2))
+scan_jit = jax.jit(_scan_rollout, static_argnums=0)
+scan_into_jit = donating(jax.jit(_scan_rollout, static_argnums=0, donate_argnums=2))
 
 
 def scan_rollout(spec: RolloutSpec, inputs: RolloutInputs, into=None) -> Trajectory:
     """The scan backend; `into`: the donated per-step buffers of `rollout(out=)`, or None."""
     if into is None:
-        return _scan_jit(spec, inputs, None)
-    return _scan_into_jit(spec, inputs, into)
+        return scan_jit(spec, inputs, None)
+    return scan_into_jit(spec, inputs, into)

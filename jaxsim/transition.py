@@ -231,6 +231,40 @@ def batch_step(
     return new_carry, record
 
 
+def policy_step(
+    env, lanes: Lanes, policy, policy_input, carry: Carry, params, params_axes, t, draws, keys=None
+):
+    """Step `t` of a rollout: observe, act through a policy adapter, then `batch_step`.
+
+    Every way of stepping a batch is this function with an adapter: the scan backend's
+    (`jaxsim.scan.ScanPolicy`), the fused kernel's on a block (`jaxsim.fused.block.BlockPolicy`)
+    and the Gymnasium front's, for actions the host gives (`jaxsim.gymnasium_programs`).
+
+    Args:
+      env, lanes, carry, params, params_axes, draws, keys: as `batch_step`.
+      policy: an adapter: `view(env, columns)` is the observation the policy reads and the
+        record keeps (stacked, or the [batch] columns), `act(env, policy_input, index, obs) ->
+        (action, extras)` the policy's choice from it and this step's `policy_input`.
+      t: the step (int32 or uint32); the reset draws' counter is t + 1.
+
+    Returns:
+      (carry after the step, values): `batch_step`'s record plus `obs` (the adapter's view),
+      `action` and `extras`; in checked mode the carry records this step's checks.
+    """
+    step_params, step_axes = with_episode_params(params, params_axes, carry.episode_params)
+    columns = lanes.observe(env, carry.env_state, step_params, step_axes)
+    obs = policy.view(env, columns)
+    with jax.named_scope("policy"):
+        action, extras = policy.act(env, policy_input, draws.index, obs)
+    with jax.named_scope("env_step"):
+        counter = (t + 1).astype(jnp.uint32)
+        carry, record = batch_step(
+            env, lanes, carry, action, params, params_axes, counter, draws, keys
+        )
+    carry = carry.checked(env, t, columns, action, extras, record, step_params, step_axes)
+    return carry, dict(record, obs=obs, action=action, extras=extras)
+
+
 def initial_carry(
     env, lanes: Lanes, params, params_axes, draws: ResetDraws, with_sums: bool, with_checks: bool
 ):

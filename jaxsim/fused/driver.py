@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from jaxsim import plan
 from jaxsim.fused import block as blk
 from jaxsim.fused import compile_once, kernel, sharded
@@ -77,10 +75,9 @@ def run_fused(
             "rollout: the fused backend takes a params_sampler whose leaves are arrays "
             "(kernel inputs); use backend='scan' for this one"
         )
-    bp = blk.block_policy(policy)
-    spec = spec.replace(policy=dataclasses.replace(bp, inputs=None), fused=config)
-    spec = spec.replace(use_kernel=not reference)
-    inputs = inputs.replace(policy=bp.inputs)
+    block_policy, policy_inputs = blk.block_policy(policy)
+    spec = spec.replace(policy=block_policy, fused=config, use_kernel=not reference)
+    inputs = inputs.replace(policy=policy_inputs)
     if spec.mesh is not None:
         return sharded.sharded_rollout(spec, inputs, auto=auto)
     return compile_once.call(kernel.rollout_jit, (spec,), (inputs,), auto)

@@ -281,9 +281,7 @@ def rollout_blocks(spec: RolloutSpec, inputs: RolloutInputs, axis_name=None) -> 
         def lanes(x):
             return sds((width, *x.shape[1:]), x.dtype)
 
-        values = policy_inputs
-        if policy.time_major:  # this step's actions: one [width] column per component
-            values = [sds((width,), policy_inputs[0].dtype)] * math.prod(policy.static)
+        values = policy.abstract_step_inputs(policy_inputs, width)
         abstract_params = map_with_axes(
             lambda x, axis: sds(jnp.shape(x), jnp.asarray(x).dtype) if axis is None else lanes(x),
             padded_params,
