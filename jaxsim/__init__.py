@@ -4,7 +4,7 @@ from jaxsim import params, rng, sharding, spaces
 from jaxsim.core import Env, TimeStep
 from jaxsim.envs import make, registered_ids
 from jaxsim.fused import FusedConfig
-from jaxsim.params import UniformParams, uniform_params
+from jaxsim.params_sampling import UniformParams, uniform_params
 from jaxsim.policies import (
     MLPPolicy,
     OpenLoopPolicy,
@@ -17,7 +17,7 @@ from jaxsim.rendering import render_gif
 from jaxsim.rollout import initial_state, rollout
 from jaxsim.sharding import ENV_AXIS
 from jaxsim.spaces import Box, Discrete
-from jaxsim.transition import EpisodeStats, RolloutState, Trajectory
+from jaxsim.trajectory import EpisodeStats, RolloutState, Trajectory
 
 __version__ = "0.1.0"
 

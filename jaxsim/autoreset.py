@@ -63,9 +63,9 @@ class ResetDraws:
 
     @classmethod
     def for_rollout(cls, env, key, num_envs: int, sampler=None, offset=0) -> ResetDraws:
-        """A rollout's draws: the seed of the first of `key`'s three splits, indices
+        """A rollout's draws: the seed of `key`'s reset key (`rng.RolloutKeys`), indices
         offset ... offset + num_envs - 1 (a shard of a batch starts at a nonzero offset)."""
-        seed = rng.seed_from_key(jax.random.split(key, 3)[0])
+        seed = rng.RolloutKeys.split(key).reset_seed()
         index = jnp.asarray(offset, jnp.uint32) + jnp.arange(num_envs, dtype=jnp.uint32)
         return cls.make(env, seed, index, sampler)
 

@@ -10,8 +10,9 @@ from flax import struct
 
 from jaxsim import params as params_lib
 from jaxsim import rendering, rng
+from jaxsim.autoreset import ResetDraws
 from jaxsim.spaces import Space
-from jaxsim.transition import ResetDraws, env_transition, stack_obs
+from jaxsim.transition import env_transition, stack_obs
 
 State = TypeVar("State")
 Params = TypeVar("Params")

@@ -10,14 +10,9 @@ draws without returning them, and donates the state it replaces.
 
 from __future__ import annotations
 
-import functools
-from typing import Any
-
 import gymnasium  # jaxsim.gymnasium, which imports this module, names the extra if absent
 import jax
-import jax.numpy as jnp
 import numpy as np
-from flax import struct
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
@@ -25,19 +20,11 @@ from jaxsim import params as params_lib
 from jaxsim import spaces
 from jaxsim.core import Env
 from jaxsim.envs import ADAPTERS, REGISTRY, make
-from jaxsim.transition import (
-    Carry,
-    Lanes,
-    ResetDraws,
-    batch_step,
-    initial_carry,
-    stack_obs,
-    with_episode_params,
-)
+from jaxsim.gymnasium_programs import programs
+from jaxsim.params_sampling import check_sampler
 
 NAMESPACE = "jaxsim"  # Gymnasium ids are "jaxsim/<id>"
 _MAX_COUNT = 2**31 - 1
-_LANES = Lanes(vmapped=True, compact_reset=True)  # one device: done lanes reset alone
 
 
 def gym_id(env_id: str) -> str:
@@ -113,106 +100,6 @@ def check_actions(owner: str, space: spaces.Space, actions, shape: tuple) -> np.
                 f"{owner}: actions must be integers in [0, {space.n}), got {actions!r}"
             )
     return actions.astype(np.dtype(space.dtype), copy=False)
-
-
-# ------------------------------------------------------------------------------ device programs
-@struct.dataclass
-class _Fixed:
-    """What every step reads and none changes (until the next reset)."""
-
-    params: Any  # leaves shared or [num_envs]
-    draws: ResetDraws  # the batch's reset draws (and params sampler), from the reset's seed
-    key: jax.Array  # raw uint32[2]: stochastic dynamics' keys fold in the step counter
-
-
-@struct.dataclass
-class _Moving:
-    """What each step replaces (donated to it); leaves [num_envs] unless noted."""
-
-    carry: Carry  # after same-step auto-reset, as batch_step leaves it
-    pending: jax.Array  # bool: NEXT_STEP: the last step ended the episode, reset not yet shown
-    counter: jax.Array  # uint32 scalar: steps since the reset, the counter of the reset draws
-
-
-def _observe(env: Env, carry: Carry, fixed: _Fixed, params_axes) -> jax.Array:
-    params, axes = with_episode_params(fixed.params, params_axes, carry.episode_params)
-    return stack_obs(env, _LANES.observe(env, carry.env_state, params, axes))
-
-
-def _where_lanes(mask, a, b):
-    """Leafwise `where(mask, a, b)` over pytrees whose leaves have leading [num_envs]."""
-
-    def one(x, y):
-        return jnp.where(mask.reshape(mask.shape + (1,) * (jnp.ndim(x) - 1)), x, y)
-
-    return jax.tree.map(one, a, b)
-
-
-def _host_buffer(*arrays) -> jax.Array:
-    """Arrays as one flat float32 buffer, each a contiguous segment: one transfer per step, and
-    contiguous copies on the host (a strided column costs several times more to copy). A bool
-    observation travels as float32 0/1 too, cast back on the host."""
-    return jnp.concatenate([jnp.ravel(jnp.asarray(x, jnp.float32)) for x in arrays])
-
-
-def _reset(env: Env, num_envs: int, seed, key, params, sampler, moving, mask):
-    """A new batch seed; lanes in `mask` (all if `moving` is None) start an episode at counter 0.
-
-    Returns:
-      (moving, fixed, obs[num_envs, *obs_shape]).
-    """
-    params_axes = env.params_axes(params, num_envs, owner=f"jaxsim/{env.id}")
-    draws = ResetDraws.make(env, seed, jnp.arange(num_envs, dtype=jnp.uint32), sampler)
-    fixed = _Fixed(params, draws, key)
-    carry = initial_carry(env, _LANES, params, params_axes, draws, False, False)
-    pending = jnp.zeros((num_envs,), jnp.bool_)
-    if moving is not None:  # the other lanes keep their episodes
-        carry = _where_lanes(mask, carry, moving.carry)
-        pending = moving.pending & ~mask
-    obs = _observe(env, carry, fixed, params_axes)
-    return _Moving(carry, pending, jnp.uint32(0)), fixed, obs
-
-
-def _step(env: Env, num_envs: int, same_step: bool, moving: _Moving, fixed: _Fixed, action):
-    """One step of the batch; returns (moving, host buffer: obs, reward, flags[, final obs])."""
-    params_axes = env.params_axes(fixed.params, num_envs, owner=f"jaxsim/{env.id}")
-    counter = moving.counter + jnp.uint32(1)
-    keys = None
-    if env.stochastic:
-        keys = jax.random.split(jax.random.fold_in(fixed.key, counter), num_envs)
-    carry, rec = batch_step(
-        env, _LANES, moving.carry, action, fixed.params, params_axes, counter, fixed.draws, keys
-    )
-    next_obs = stack_obs(env, rec["next_obs"])  # before the auto-reset
-    reward, terminated, truncated = rec["reward"], rec["terminated"], rec["truncated"]
-    if same_step:
-        obs = _observe(env, carry, fixed, params_axes)  # after it
-        host = _host_buffer(obs, reward, terminated, truncated, next_obs)
-        return _Moving(carry, moving.pending, counter), host
-    # NEXT_STEP: a lane whose last step ended shows the reset its carry already holds, with
-    # reward 0 and no flags, and does not advance; every other lane shows this step's true
-    # observation.
-    pending = moving.pending
-    # (pending broadcast over every observation axis: a grid [num_envs, 10, 10, C] too)
-    shown = _where_lanes(pending, _observe(env, moving.carry, fixed, params_axes), next_obs)
-    carry = _where_lanes(pending, moving.carry, carry)
-    reward = jnp.where(pending, jnp.float32(0), reward)
-    terminated = terminated & ~pending
-    truncated = truncated & ~pending
-    host = _host_buffer(shown, reward, terminated, truncated)
-    return _Moving(carry, terminated | truncated, counter), host
-
-
-@functools.cache
-def _programs(env: Env, num_envs: int, same_step: bool):
-    """(reset, step) jitted for one environment, batch size and mode, shared by instances.
-
-    Binding the static arguments here, rather than through `static_argnums`, spares each call
-    hashing the environment; `step` donates the state it replaces.
-    """
-    reset = jax.jit(functools.partial(_reset, env, num_envs))
-    step = jax.jit(functools.partial(_step, env, num_envs, same_step), donate_argnums=0)
-    return reset, step
 
 
 # ------------------------------------------------------------------------------------ the env
@@ -299,7 +186,7 @@ class JaxsimVectorEnv(gymnasium.vector.VectorEnv):
         self.jax_env = make(jaxsim_id(env_id), **kwargs)
         # On the device once: a Python scalar argument is converted again on every call.
         self.params = jax.device_put(_checked_params(owner, self.jax_env, params, self.num_envs))
-        params_lib.check_sampler(owner, self.jax_env, params_sampler, self.num_envs)
+        check_sampler(owner, self.jax_env, params_sampler, self.num_envs)
         self.params_sampler = params_sampler
         # Spaces come from the default params, as in jaxsim.rollout: params act on the physics.
         default = self.jax_env.default_params
@@ -314,7 +201,7 @@ class JaxsimVectorEnv(gymnasium.vector.VectorEnv):
         # The host buffer is float32; a bool grid (MinAtar) is read back as the space's bool.
         self._obs_dtype = self.single_observation_space.dtype
         same_step = mode == AutoresetMode.SAME_STEP
-        self._reset_fn, self._step_fn = _programs(self.jax_env, self.num_envs, same_step)
+        self._reset_fn, self._step_fn = programs(self.jax_env, self.num_envs, same_step)
         self._moving = self._fixed = None
 
     def __getstate__(self) -> dict:
@@ -327,7 +214,7 @@ class JaxsimVectorEnv(gymnasium.vector.VectorEnv):
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
-        self._reset_fn, self._step_fn = _programs(self.jax_env, self.num_envs, same_step)
+        self._reset_fn, self._step_fn = programs(self.jax_env, self.num_envs, same_step)
 
     def _reset_mask(self, options: dict | None):
         """The bool [num_envs] reset mask of `options`, or None; a ValueError for anything else."""

@@ -7,7 +7,7 @@ import numpy as np
 
 from jaxsim.core import Env
 from jaxsim.policies import OpenLoopPolicy, split_policy_output
-from jaxsim.transition import OUTPUT_PRESETS
+from jaxsim.trajectory import OUTPUT_PRESETS
 
 
 def _step_bytes(env: Env, num_envs: int) -> dict[str, int]:

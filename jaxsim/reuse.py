@@ -8,7 +8,7 @@ import warnings
 import jax
 
 from jaxsim.core import Env
-from jaxsim.transition import STEP_OUTPUTS, Trajectory
+from jaxsim.trajectory import STEP_OUTPUTS, Trajectory
 
 
 def check_out(env: Env, out, n: int, num_envs: int, outputs, backend: str, auto: bool, mesh):

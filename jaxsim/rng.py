@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -133,6 +134,48 @@ def normal(seed, index, counter, stream):
     return to_normal(
         bits(seed, index, counter, stream), bits(seed, index, counter, jnp.uint32(stream) + 1)
     )
+
+
+# ------------------------------------------------------------------------------- a rollout's key
+class RolloutKeys(NamedTuple):
+    """The one split of a rollout's key, which every backend draws from (so all draw alike).
+
+    `reset`: the reset draws' seed (`ResetDraws`); `policy`: the policy's per-step keys (or
+    seeds, for counter-based policies); `step`: per-environment keys of stochastic dynamics.
+    Made inside each backend's jit from the raw key, so the split costs no call of its own.
+    """
+
+    reset: jax.Array
+    policy: jax.Array
+    step: jax.Array
+
+    @classmethod
+    def split(cls, key: jax.Array) -> RolloutKeys:
+        reset, policy, step = jax.random.split(key, 3)
+        return cls(reset, policy, step)
+
+    def reset_seed(self) -> jax.Array:
+        """uint32[2]: the seed of every reset draw (and params sampler draw) of the rollout."""
+        return seed_from_key(self.reset)
+
+    def policy_keys(self, n: int) -> jax.Array:
+        """Keys [n] of the policy at steps 0 ... n - 1."""
+        steps = jnp.arange(n, dtype=jnp.int32)
+        return jax.vmap(jax.random.fold_in, in_axes=(None, 0))(self.policy, steps)
+
+    def policy_seeds(self, n: int) -> jax.Array:
+        """uint32[n, 2]: the seeds of a counter-based policy (`act_from_seed`) at each step."""
+        return jax.vmap(seed_from_key)(self.policy_keys(n))
+
+    def step_keys(self, t, num_envs: int) -> jax.Array:
+        """Keys [num_envs] of a stochastic environment's dynamics at step `t`."""
+        return dynamics_keys(self.step, t, num_envs)
+
+
+def dynamics_keys(key: jax.Array, t, num_envs: int) -> jax.Array:
+    """Keys [num_envs] of stochastic dynamics at step `t` from one key (the Gymnasium front's
+    per-reset key, or a rollout's `RolloutKeys.step`)."""
+    return jax.random.split(jax.random.fold_in(key, t), num_envs)
 
 
 # ---------------------------------------------------------------------------- continuing rollouts

@@ -10,30 +10,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim import fused, rng, sharding
+from jaxsim import fused, plan, rng, sharding
 from jaxsim import params as params_lib
 from jaxsim.checks import raise_on_failure
 from jaxsim.core import Env
 from jaxsim.memory import check_memory
-from jaxsim.policies import OpenLoopPolicy, random_policy, split_policy_output
-from jaxsim.record_scan import record_scan
-from jaxsim.reuse import check_out, donating
-from jaxsim.spaces import Space
-from jaxsim.transition import (
-    STEP_OUTPUTS,
-    Carry,
-    EpisodeStats,
-    Lanes,
-    ResetDraws,
-    RolloutState,
-    Trajectory,
-    batch_step,
-    check_outputs,
-    initial_carry,
-    map_with_axes,
-    stack_obs,
-    with_episode_params,
-)
+from jaxsim.params_sampling import check_sampler
+from jaxsim.policies import OpenLoopPolicy, random_policy
+from jaxsim.reuse import check_out
+from jaxsim.scan import initial_state, scan_rollout
+from jaxsim.trajectory import EpisodeStats, RolloutState, Trajectory, check_outputs
 
 __all__ = ["EpisodeStats", "RolloutState", "Trajectory", "initial_state", "rollout"]
 
@@ -107,171 +93,6 @@ def _check_state(
             f"{wanted}: continue a rollout with the params_sampler it was started with"
         )
     return state
-
-
-def _check_action(space: Space, action, num_envs: int) -> None:
-    expected = (num_envs, *space.shape)
-    if action.shape != expected or action.dtype != space.dtype:
-        raise ValueError(
-            f"rollout: policy returned an action of shape {tuple(action.shape)} and dtype "
-            f"{action.dtype}; the action space {space} with num_envs={num_envs} needs shape "
-            f"{expected} and dtype {jnp.dtype(space.dtype).name}"
-        )
-
-
-# --------------------------------------------------------------------------------- policy as args
-# A policy may be a plain function (static: part of the compile-cache key) or a pytree callable
-# holding arrays, e.g. network weights: its arrays are passed as arguments, so new weights of the
-# same shapes reuse the compiled rollout.
-def _is_array(x) -> bool:
-    return isinstance(x, jax.Array | np.ndarray)
-
-
-def _partition(tree):
-    leaves, treedef = jax.tree.flatten(tree)
-    dynamic = [leaf if _is_array(leaf) else None for leaf in leaves]
-    static = tuple(None if _is_array(leaf) else leaf for leaf in leaves)
-    return dynamic, (treedef, static)
-
-
-def _combine(dynamic, static):
-    treedef, static_leaves = static
-    leaves = [d if s is None else s for d, s in zip(dynamic, static_leaves, strict=True)]
-    return jax.tree.unflatten(treedef, leaves)
-
-
-# ------------------------------------------------------------------------------------ scan backend
-def initial_state(
-    env: Env, key: jax.Array, num_envs: int, params=None, params_sampler=None, mesh=None
-) -> RolloutState:
-    """The batch a rollout starts from when given no state: env i reset at counter 0.
-
-    With a `params_sampler`, each environment's first episode draws its params at counter 0.
-    With a `mesh`, the batch (leaves [num_envs, ...]) is split over its `jaxsim.ENV_AXIS` axis,
-    as `rollout(..., mesh=mesh)` splits it.
-    """
-    params = params_lib.as_arrays(env.default_params if params is None else params)
-    if mesh is not None:
-        mesh = sharding.check_mesh(mesh, num_envs, owner="initial_state")
-        sharding.check_placement(mesh, "initial_state", params=params)
-    params_axes = env.params_axes(params, num_envs, owner="initial_state")
-    params = _constrain_params(params, params_axes, mesh)
-    draws = _sharded_draws(env, key, num_envs, params_sampler, mesh)
-    lanes = Lanes(vmapped=True)
-    carry = initial_carry(env, lanes, params, params_axes, draws, False, False)
-    state = carry.to_state(env, lanes, params, params_axes)
-    return sharding.constrain(state, mesh).replace(
-        next_key=rng.continuation_keys(key, num_envs, mesh)
-    )
-
-
-def _constrain_params(params, params_axes, mesh):
-    """Per-environment params leaves split like the batch; shared ones left to the partitioner."""
-    if mesh is None:
-        return params
-    return map_with_axes(
-        lambda x, axis: x if axis is None else sharding.constrain(x, mesh), params, params_axes
-    )
-
-
-def _sharded_draws(env, key, num_envs, sampler, mesh) -> ResetDraws:
-    """A rollout's reset draws; on a mesh their [num_envs] leaves start split like the batch."""
-    draws = ResetDraws.for_rollout(env, key, num_envs, sampler)
-    if mesh is None:
-        return draws
-    return draws.replace(
-        index=sharding.constrain(draws.index, mesh),
-        reset_keys=sharding.constrain(draws.reset_keys, mesh),
-        step_keys=sharding.constrain(draws.step_keys, mesh),
-    )
-
-
-def _scan_rollout(
-    env, static, n, num_envs, outputs, checks, mesh, dynamic, key, params, state, into
-):
-    policy_static, sampler_static = static
-    policy_dynamic, sampler_dynamic = dynamic
-    policy = _combine(policy_dynamic, policy_static)
-    sampler = None if sampler_static is None else _combine(sampler_dynamic, sampler_static)
-    # Shapes and dtypes never depend on params values, which may be traced here.
-    space = env.action_space(env.default_params)
-    params_axes = env.params_axes(params, num_envs)
-    params = _constrain_params(params, params_axes, mesh)
-    # Compact resets gather the done lanes into one array: on a mesh that would pull them across
-    # devices each step, where a whole-batch reset stays on each device's shard.
-    lanes = Lanes(vmapped=True, compact_reset=mesh is None)
-    draws = _sharded_draws(env, key, num_envs, sampler, mesh)
-    with_sums = "episode_stats" in outputs
-    if state is None:
-        carry = initial_carry(env, lanes, params, params_axes, draws, with_sums, checks)
-    else:
-        carry = Carry.from_state(state, with_sums, checks)
-    # On a mesh, GSPMD splits the scan: the carry and each step's outputs stay split over the
-    # batch (the lazy reset's `any done` becomes one small all-reduce per step).
-    carry = sharding.constrain(carry, mesh)
-    _, k_policy, k_step = jax.random.split(key, 3)
-    # Per-step policy keys (and, for counter-based policies, their seeds) are drawn before the
-    # loop: on the CPU each threefry call in the body is a rolled loop costing about a microsecond.
-    steps = jnp.arange(n, dtype=jnp.int32)
-    policy_keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(k_policy, steps)
-    seeded = getattr(policy, "act_from_seed", None)
-    open_loop = isinstance(policy, OpenLoopPolicy)
-    if open_loop:  # step t plays actions[t]; rollout checked their shape and dtype
-        policy_inputs = policy.actions[:n]
-    else:
-        policy_inputs = jax.vmap(rng.seed_from_key)(policy_keys) if seeded else policy_keys
-    fields = tuple(f for f in STEP_OUTPUTS if f in outputs)
-
-    def body(carry: Carry, xs):
-        t, policy_input = xs
-        step_params, step_axes = with_episode_params(params, params_axes, carry.episode_params)
-        obs_columns = lanes.observe(env, carry.env_state, step_params, step_axes)
-        obs = stack_obs(env, obs_columns)
-        with jax.named_scope("policy"):
-            if open_loop:
-                out = policy_input
-            elif seeded:
-                out = seeded(policy_input, draws.index, obs)
-            else:
-                out = policy(policy_input, obs)
-            action, extras = split_policy_output(out)
-            _check_action(space, action, num_envs)
-        with jax.named_scope("env_step"):
-            step_keys = None
-            if env.stochastic:
-                step_keys = jax.random.split(jax.random.fold_in(k_step, t), num_envs)
-                step_keys = sharding.constrain(step_keys, mesh)
-            counter = (t + 1).astype(jnp.uint32)
-            carry, rec = batch_step(
-                env, lanes, carry, action, params, params_axes, counter, draws, step_keys
-            )
-        carry = carry.checked(env, t, obs_columns, action, extras, rec, step_params, step_axes)
-        values = dict(rec, obs=obs, action=action, extras=extras)
-        values["next_obs"] = stack_obs(env, rec["next_obs"])
-        out = sharding.constrain({name: values[name] for name in fields}, mesh)
-        return sharding.constrain(carry, mesh), out
-
-    with jax.named_scope("rollout"):
-        into = None if into is None else dict(zip(fields, into, strict=True))
-        carry, record = record_scan(
-            body, carry, (steps, policy_inputs), place=_split_batch_axis(mesh), into=into
-        )
-    record = sharding.constrain(record, mesh, batch_axis=1)
-    per_step = {name: record.get(name) for name in STEP_OUTPUTS}
-    stats = carry.sums.stats() if with_sums else None
-    final_state = sharding.constrain(carry.to_state(env, lanes, params, params_axes), mesh)
-    return Trajectory(**per_step, final_state=final_state, stats=stats, checks=carry.checks)
-
-
-def _split_batch_axis(mesh):
-    """Outputs [n, num_envs, ...] split over the mesh along the batch axis (None: no mesh)."""
-    return None if mesh is None else lambda ys: sharding.constrain(ys, mesh, batch_axis=1)
-
-
-_scan_rollout_jit = jax.jit(_scan_rollout, static_argnums=(0, 1, 2, 3, 4, 5, 6))
-_scan_rollout_into_jit = donating(
-    jax.jit(_scan_rollout, static_argnums=range(7), donate_argnums=11)
-)
 
 
 # ------------------------------------------------------------------------------------- public API
@@ -388,7 +209,7 @@ def rollout(
         mesh = sharding.check_mesh(mesh, num_envs)
         sharding.check_placement(mesh, "rollout", params=params, state=state, policy=policy)
     params_axes = env.params_axes(params, num_envs)
-    params_lib.check_sampler("rollout", env, params_sampler, num_envs)
+    check_sampler("rollout", env, params_sampler, num_envs)
     state = _check_state(env, state, num_envs, params, params_axes, params_sampler)
     if key is None:
         key = rng.continuation_key(state)
@@ -401,15 +222,16 @@ def rollout(
     into = None if out is None else check_out(env, out, n, num_envs, outputs, backend, auto, mesh)
     kept = outputs if into is None else ()  # out= holds the outputs already: no new memory
     check_memory(env, policy, key, n, num_envs, kept, params, state is not None)
+    spec, inputs = plan.make(
+        env, n, num_envs, outputs, checks, key, params, state,
+        params_sampler=params_sampler, mesh=mesh, params_axes=params_axes,
+    )  # fmt: skip
     if backend == "fused":
         from jaxsim.fused.compile_once import KernelCompileError
+        from jaxsim.fused.driver import run_fused
 
         try:
-            traj = fused.fused_rollout(
-                env, policy, n, num_envs=num_envs, key=key, params=params, state=state,
-                outputs=outputs, config=fused_config, params_sampler=params_sampler,
-                checks=checks, mesh=mesh, auto=auto,
-            )  # fmt: skip
+            traj = run_fused(spec, policy, inputs, fused_config, auto=auto)
         except KernelCompileError as err:  # only with auto: the user never asked for the kernel
             if err.first:
                 warnings.warn(
@@ -422,15 +244,9 @@ def rollout(
     if backend == "scan":
         if isinstance(policy, OpenLoopPolicy):
             policy.check(env.action_space(env.default_params), n, num_envs)
-        policy_dynamic, policy_static = _partition(policy)
-        sampler_dynamic, sampler_static = None, None
-        if params_sampler is not None:
-            sampler_dynamic, sampler_static = _partition(params_sampler)
-        static = (policy_static, sampler_static)
-        dynamic = (policy_dynamic, sampler_dynamic)
-        run = _scan_rollout_jit if into is None else _scan_rollout_into_jit
-        traj = run(
-            env, static, n, num_envs, outputs, checks, mesh, dynamic, key, params, state, into
+        policy_dynamic, policy_static = plan.partition(policy)
+        traj = scan_rollout(
+            spec.replace(policy=policy_static), inputs.replace(policy=policy_dynamic), into
         )
     if checks:
         raise_on_failure(traj.checks, env.action_space(env.default_params))

@@ -138,13 +138,13 @@ def test_the_memory_check_counts_env_state_and_params_before_any_work(monkeypatc
 
     from jaxsim import memory
 
-    rollout_module = importlib.import_module("jaxsim.rollout")  # jaxsim.rollout is the function
+    scan_module = importlib.import_module("jaxsim.scan")
 
     def never(*args):
         raise AssertionError("the rollout ran; it should have been refused before any work")
 
     monkeypatch.setattr(memory, "_available_bytes", lambda: 16 * 10**9)  # 16 GB free
-    monkeypatch.setattr(rollout_module, "_scan_rollout_jit", never)
+    monkeypatch.setattr(scan_module, "scan_jit", never)
     env = jaxsim.make("Swarm-v0", num_particles=4096)  # 20 N + 4 bytes of state per environment
     # 2**18 environments: 2 x 21.5 GB of state (read one, write the next), no outputs kept.
     with pytest.raises(MemoryError, match=r"env state 43 GB, params .* records 0 GB") as info:

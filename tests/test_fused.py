@@ -17,7 +17,7 @@ import jaxsim
 from jaxsim import OpenLoopPolicy
 from jaxsim.fused import FusedConfig, auto_backend, unsupported_reason
 from jaxsim.fused import driver as fused_driver
-from jaxsim.transition import STEP_OUTPUTS
+from jaxsim.trajectory import STEP_OUTPUTS
 
 KEY = jax.random.key(7)
 N, NUM_ENVS = 11, 13

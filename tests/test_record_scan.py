@@ -10,7 +10,7 @@ import pytest
 import jaxsim
 from jaxsim.record_scan import record_scan
 
-rollout_module = sys.modules["jaxsim.rollout"]
+scan_module = sys.modules["jaxsim.scan"]
 
 
 def _body(carry, x):
@@ -61,7 +61,7 @@ def test_rollout_equals_lax_scan_rollout(monkeypatch, env_id):
     env = jaxsim.make(env_id)
     kwargs = dict(num_envs=16, key=jax.random.key(5), backend="scan", outputs="all")
     got = jaxsim.rollout(env, "random", 203, **kwargs)
-    monkeypatch.setattr(rollout_module, "record_scan", _lax_scan_backend)
+    monkeypatch.setattr(scan_module, "record_scan", _lax_scan_backend)
     jax.clear_caches()
     want = jaxsim.rollout(env, "random", 203, **kwargs)
     jax.clear_caches()

@@ -9,8 +9,9 @@ import pytest
 
 import jaxsim
 from jaxsim import rng
+from jaxsim.autoreset import ResetDraws
 from jaxsim.core import TimeStep
-from jaxsim.transition import ResetDraws, env_transition, stack_obs
+from jaxsim.transition import env_transition, stack_obs
 
 KEY = jax.random.key(42)
 # MinAtar's -v0 and -v1 ids differ only in their action set, which tests/test_minatar.py covers:

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 
 import jaxsim
 from jaxsim.fused.block import pad_mlp
-from jaxsim.transition import STEP_OUTPUTS
+from jaxsim.trajectory import STEP_OUTPUTS
 
 H200_BANDWIDTH = 4.3e12  # bytes/s, measured device-to-device copy
 H200_FP32_FLOPS = 67e12

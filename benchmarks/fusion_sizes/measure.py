@@ -45,7 +45,7 @@ from benchmarks.harness.formatting import format_rate
 from benchmarks.harness.paths import RUNS_DIR
 from benchmarks.harness.provenance import machine_tag, provenance
 from benchmarks.harness.record import append_jsonl, finish
-from jaxsim.transition import STEP_OUTPUTS
+from jaxsim.trajectory import STEP_OUTPUTS
 
 ENV_ID = "Swarm-v0"
 SIZES = (1, 4, 16, 64, 256, 1024)

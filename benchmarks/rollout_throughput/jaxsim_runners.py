@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import sys
 from typing import Any
 
 import jax
@@ -11,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxsim
+import jaxsim.scan
 from benchmarks.harness.optional import Skipped, require
 from benchmarks.harness.timing import time_fn
 from benchmarks.rollout_throughput.config import ENV_ID, Config, Measured, record_check
@@ -34,7 +34,7 @@ def bench_jaxsim(
         raise Skipped(f"the out= reuse row is measured on {ENV_ID} only, not {env_id}")
     env = jaxsim.make(env_id)
     n = cfg.scan_steps(num_envs)
-    jitted = sys.modules["jaxsim.rollout"]._scan_rollout_jit
+    jitted = jaxsim.scan.scan_jit
     seeds = itertools.count(1)
     previous = [None]  # reuse: the last call's trajectory, donated to the next
 

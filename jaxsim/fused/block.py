@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -21,7 +21,7 @@ from jaxsim.core import Env
 from jaxsim.fused.config import is_power_of_two
 from jaxsim.policies import MLPPolicy, OpenLoopPolicy, RandomPolicy
 from jaxsim.spaces import Box, Discrete
-from jaxsim.transition import Lanes, batch_step, with_episode_params
+from jaxsim.transition import Lanes, policy_step
 
 
 # ------------------------------------------------------------------------------ what can run fused
@@ -99,71 +99,120 @@ def auto_backend(env, policy) -> str:
 # ----------------------------------------------------------------------------- policies on a block
 @dataclasses.dataclass(frozen=True)
 class BlockPolicy:
-    """How the kernel evaluates one policy on a block.
+    """How the kernel evaluates one kind of policy on a block (its adapter to
+    `jaxsim.transition.policy_step`): static, a jit cache key, one subclass per kind; the
+    policy's arrays travel apart, as kernel inputs.
 
-    `inputs` are the arrays the kernel takes: a policy's leaves (weights), or open-loop actions
-    as [n, num_envs] or [n, num_envs, k] (`time_major`), whose blocks follow the environments.
-    `prepare` turns them into kernel inputs, inside the jitted rollout; `load` runs once per
-    launch on the input refs (on the arrays, in the reference); `step_inputs` and `act` run once
-    per step, and `act` is a function of values only.
+    `prepare` turns the arrays into kernel inputs, inside the jitted rollout; `load` runs once
+    per launch on the input refs (on the arrays, in the reference); `step_inputs` and `act` run
+    once per step, and `act` is a function of values only. `time_major`: the inputs are
+    [n, num_envs, ...], whose blocks follow the environments.
     """
 
-    kind: str  # "random", "open_loop", "mlp" (an MLPPolicy) or "tree" (with act_from_seed)
-    static: Any  # the RandomPolicy; the action shape; the policy's treedef
-    inputs: list
-
-    @property
-    def time_major(self) -> bool:
-        return self.kind == "open_loop"
+    time_major: ClassVar[bool] = False
 
     def prepare(self, inputs, n: int, num_envs: int) -> list:
         """The kernel's policy inputs for n steps of num_envs (padded) environments."""
-        if self.time_major:
-            return [pad_axis(a[:n], num_envs, axis=1) for a in inputs]
-        if self.kind == "mlp":
-            padded = pad_mlp(jax.tree.unflatten(self.static, inputs))
-            return jax.tree.leaves(padded)
         return inputs
 
     def load(self, refs):
-        if self.time_major:
-            return refs  # indexed per step: actions[t]
         return [r[...] for r in refs]
 
     def step_inputs(self, loaded, t) -> list:
-        """What `act` needs at step t: this step's open-loop actions, or the loaded weights."""
-        if not self.time_major:
-            return loaded
-        (actions,) = loaded  # [n, B] or [n, B, k]
-        if not self.static:
-            return [actions[t]]
-        return [actions[t, :, c] for c in range(math.prod(self.static))]
+        """What `act` needs at step t (the loaded weights, by default)."""
+        return loaded
 
-    def act(self, values, seed, index, obs_columns):
-        """-> (action[B, *shape], extras: a pytree of [B, ...])."""
-        if self.kind == "open_loop":
-            return join_columns(values, self.static), {}
-        if self.kind == "random":
-            return self.static.from_seed(seed, index), {}
-        policy = jax.tree.unflatten(self.static, values)
-        if self.kind == "mlp":  # zero columns meet the zero rows `pad_mlp` gave the first layers
-            extra = policy.actor[0][0].shape[0] - len(obs_columns)
-            obs_columns = (*obs_columns, *[jnp.zeros_like(obs_columns[0])] * extra)
-        out = policy.act_from_seed(seed, index, stack_last(obs_columns))
+    def abstract_step_inputs(self, inputs, width: int):
+        """`step_inputs`' shapes on a block of `width` environments."""
+        return inputs
+
+    def view(self, env, columns):
+        """The observation as the policy reads it and the step records it: [B] columns."""
+        return columns
+
+    def act(self, env, inputs, index, obs):
+        """`inputs`: (this step's `step_inputs`, the policy's seed) -> (action[B, *shape],
+        extras: a pytree of [B, ...])."""
+        raise NotImplementedError
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomBlock(BlockPolicy):
+    policy: RandomPolicy
+
+    def act(self, env, inputs, index, obs):
+        return self.policy.from_seed(inputs[1], index), {}
+
+
+@dataclasses.dataclass(frozen=True)
+class OpenLoopBlock(BlockPolicy):
+    """Actions given as [n, num_envs] or [n, num_envs, k] (k components of `shape`)."""
+
+    shape: tuple[int, ...]
+    time_major: ClassVar[bool] = True
+
+    def prepare(self, inputs, n: int, num_envs: int) -> list:
+        return [pad_axis(a[:n], num_envs, axis=1) for a in inputs]
+
+    def load(self, refs):
+        return refs  # indexed per step: actions[t]
+
+    def step_inputs(self, loaded, t) -> list:
+        (actions,) = loaded  # [n, B] or [n, B, k]
+        if not self.shape:
+            return [actions[t]]
+        return [actions[t, :, c] for c in range(math.prod(self.shape))]
+
+    def abstract_step_inputs(self, inputs, width: int):
+        return [jax.ShapeDtypeStruct((width,), inputs[0].dtype)] * math.prod(self.shape)
+
+    def act(self, env, inputs, index, obs):
+        return join_columns(inputs[0], self.shape), {}
+
+
+@dataclasses.dataclass(frozen=True)
+class TreeBlock(BlockPolicy):
+    """A pytree policy with an elementwise `act_from_seed(seed, index, obs)`; its leaves are
+    the kernel's inputs. It reads the observation (an image's packed words unpacked for it)."""
+
+    treedef: Any
+
+    def act(self, env, inputs, index, obs):
+        values, seed = inputs
+        policy = jax.tree.unflatten(self.treedef, values)
+        columns = self.obs_columns(policy, env.obs_cells(obs))
+        out = policy.act_from_seed(seed, index, stack_last(columns))
         return out if isinstance(out, tuple) else (out, {})
 
+    def obs_columns(self, policy, columns):
+        return columns
 
-def block_policy(policy) -> BlockPolicy:
+
+@dataclasses.dataclass(frozen=True)
+class MLPBlock(TreeBlock):
+    """An `MLPPolicy`, its weights padded to power-of-two sizes (`pad_mlp`). Only MLPPolicy's
+    own act_from_seed is known to be right on padded weights (a subclass may override it)."""
+
+    def prepare(self, inputs, n: int, num_envs: int) -> list:
+        return jax.tree.leaves(pad_mlp(jax.tree.unflatten(self.treedef, inputs)))
+
+    def obs_columns(self, policy, columns):
+        # zero columns meet the zero rows `pad_mlp` gave the first layers
+        extra = policy.actor[0][0].shape[0] - len(columns)
+        return (*columns, *[jnp.zeros_like(columns[0])] * extra)
+
+
+def block_policy(policy) -> tuple[BlockPolicy, list]:
+    """(how the kernel runs `policy`, the arrays it takes as inputs)."""
     if isinstance(policy, OpenLoopPolicy):
         acts, shape = policy.actions, tuple(policy.actions.shape[2:])
         flat = acts.reshape(*acts.shape[:2], math.prod(shape)) if shape else acts
-        return BlockPolicy("open_loop", shape, [flat])
+        return OpenLoopBlock(shape), [flat]
     if isinstance(policy, RandomPolicy):
-        return BlockPolicy("random", policy, [])
+        return RandomBlock(policy), []
     leaves, treedef = jax.tree.flatten(policy)
-    # Only MLPPolicy's own act_from_seed is known to be right on padded weights (a subclass
-    # may override it).
-    return BlockPolicy("mlp" if type(policy) is MLPPolicy else "tree", treedef, leaves)
+    kind = MLPBlock if type(policy) is MLPPolicy else TreeBlock
+    return kind(treedef), leaves
 
 
 def _next_power_of_two(d: int) -> int:
@@ -206,7 +255,7 @@ BLOCK = Lanes(vmapped=False)  # a block's lanes: the environment's functions app
 def step(
     env, policy: BlockPolicy, policy_values, params, params_axes, carry, t, seed, draws, fields
 ):
-    """Step `t` of a rollout on a block: the policy, then `jaxsim.transition.batch_step`.
+    """Step `t` of a rollout on a block: `jaxsim.transition.policy_step` on its lanes.
 
     `t` is the global step (int32), `seed` the policy's per-step seed (a pair of uint32),
     `draws` the block's reset draws (its `index` the environments' global indices [B]),
@@ -216,16 +265,8 @@ def step(
       (carry after the step, record): record maps each name in `fields` to its value this step,
       observations as tuples of [B] columns.
     """
-    step_params, step_axes = with_episode_params(params, params_axes, carry.episode_params)
-    obs = BLOCK.observe(env, carry.env_state, step_params, step_axes)
-    reads_obs = policy.kind in ("mlp", "tree")  # (an image's packed words unpacked for it)
-    action, extras = policy.act(
-        policy_values, seed, draws.index, env.obs_cells(obs) if reads_obs else obs
-    )
-    counter = (t + 1).astype(jnp.uint32)
-    carry, record = batch_step(env, BLOCK, carry, action, params, params_axes, counter, draws)
-    carry = carry.checked(env, t, obs, action, extras, record, step_params, step_axes)
-    values = dict(record, obs=obs, action=action, extras=extras)
+    inputs = (policy_values, seed)
+    carry, values = policy_step(env, BLOCK, policy, inputs, carry, params, params_axes, t, draws)
     return carry, {name: values[name] for name in fields}
 
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import jax
-import numpy as np
-
+from jaxsim import plan
 from jaxsim.fused import block as blk
 from jaxsim.fused import compile_once, kernel, sharded
 from jaxsim.fused.config import FusedConfig
+from jaxsim.plan import RolloutInputs, RolloutSpec
 from jaxsim.policies import OpenLoopPolicy
-from jaxsim.transition import Trajectory, check_outputs
+from jaxsim.trajectory import Trajectory, check_outputs
 
 
 def fused_rollout(
@@ -29,7 +28,7 @@ def fused_rollout(
     mesh=None,
     auto=False,
 ) -> Trajectory:
-    """The fused backend of `jaxsim.rollout`, which validates the other arguments first.
+    """The fused backend on arguments `jaxsim.rollout` has validated (what tests call directly).
 
     Args:
       env, policy, n, num_envs, key, params, state, params_sampler, checks: as
@@ -47,10 +46,22 @@ def fused_rollout(
     Returns:
       A `Trajectory` like the scan backend's (leaves the outputs left out are None).
     """
-    outputs = check_outputs(outputs)
+    spec, inputs = plan.make(
+        env, n, num_envs, check_outputs(outputs), checks, key, params, state,
+        params_sampler=params_sampler, mesh=mesh,
+    )  # fmt: skip
+    return run_fused(spec, policy, inputs, config, auto=auto, reference=reference)
+
+
+def run_fused(
+    spec: RolloutSpec, policy, inputs: RolloutInputs, config, *, auto=False, reference=False
+) -> Trajectory:
+    """The fused backend of a resolved rollout (`jaxsim.plan.make`): the policy's block form
+    and the kernel's config join the spec, then the kernel runs on one device or per shard."""
     config = FusedConfig() if config is None else config
     if not isinstance(config, FusedConfig):
         raise TypeError(f"rollout: fused_config must be a FusedConfig, got {type(config).__name__}")
+    env = spec.env
     reason = blk.unsupported_reason(env, policy)
     if reason is not None:
         raise ValueError(
@@ -58,25 +69,15 @@ def fused_rollout(
             "use backend='scan', which runs any environment and policy"
         )
     if isinstance(policy, OpenLoopPolicy):
-        policy.check(env.action_space(env.default_params), n, num_envs)
-    bp = blk.block_policy(policy)
-    sampler_leaves, sampler_static = [], None
-    if params_sampler is not None:
-        sampler_leaves, sampler_static = jax.tree.flatten(params_sampler)
-        if not all(isinstance(x, jax.Array | np.ndarray) for x in sampler_leaves):
-            raise ValueError(
-                "rollout: the fused backend takes a params_sampler whose leaves are arrays "
-                "(kernel inputs); use backend='scan' for this one"
-            )
-    if mesh is not None:
-        return sharded.sharded_rollout(
-            mesh, env, bp, sampler_static, n, num_envs, outputs, checks, config, not reference,
-            sampler_leaves, key, params, state, auto=auto,
-        )  # fmt: skip
-    return compile_once.call(
-        kernel.rollout_jit,
-        (env, bp.kind, bp.static, sampler_static, n, num_envs, outputs, checks, config,
-         not reference),
-        (bp.inputs, sampler_leaves, key, params, state),
-        auto,
-    )  # fmt: skip
+        policy.check(env.action_space(env.default_params), spec.n, spec.num_envs)
+    if spec.sampler is not None and any(leaf is not None for leaf in spec.sampler[1]):
+        raise ValueError(
+            "rollout: the fused backend takes a params_sampler whose leaves are arrays "
+            "(kernel inputs); use backend='scan' for this one"
+        )
+    block_policy, policy_inputs = blk.block_policy(policy)
+    spec = spec.replace(policy=block_policy, fused=config, use_kernel=not reference)
+    inputs = inputs.replace(policy=policy_inputs)
+    if spec.mesh is not None:
+        return sharded.sharded_rollout(spec, inputs, auto=auto)
+    return compile_once.call(kernel.rollout_jit, (spec,), (inputs,), auto)

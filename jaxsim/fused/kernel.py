@@ -42,18 +42,11 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 
 from jaxsim import rng
-from jaxsim.core import Env
+from jaxsim.autoreset import ResetDraws, map_with_axes
 from jaxsim.fused import block as blk
-from jaxsim.fused.config import FusedConfig
-from jaxsim.transition import (
-    STEP_OUTPUTS,
-    Carry,
-    Lanes,
-    ResetDraws,
-    Trajectory,
-    initial_carry,
-    map_with_axes,
-)
+from jaxsim.plan import RolloutInputs, RolloutSpec, combine_sampler
+from jaxsim.trajectory import STEP_OUTPUTS, Trajectory
+from jaxsim.transition import Carry, Lanes, initial_carry
 
 
 # ------------------------------------------------------------------------------------------ kernel
@@ -84,24 +77,20 @@ class _Hoisted:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Plan:
-    """The static description of one fused rollout that the kernel and the launches share."""
+class _Launch:
+    """What the kernel and its launches share beyond the rollout's spec (static)."""
 
-    env: Env
-    policy: blk.BlockPolicy  # inputs=None: the arrays travel as kernel inputs
-    fields: tuple[str, ...]  # per-step outputs to write
+    spec: RolloutSpec  # its policy a BlockPolicy (the arrays travel as kernel inputs)
     layout: tuple  # (trailing shape, storage dtype) of each output: see blk.output_layout
-    n: int
-    config: FusedConfig
     step: _Hoisted  # blk.step on one block, its constants hoisted (kernel input "consts")
-    params_axes: Any  # which params leaves are per environment (0) or shared (None)
 
 
-def _kernel(buf_refs, in_refs, out_refs, carry_refs, *, plan: _Plan):
+def _kernel(buf_refs, in_refs, out_refs, carry_refs, *, plan: _Launch):
     del buf_refs  # aliased to out_refs: rows that earlier launches wrote stay as they are
-    env, policy, block_envs = plan.env, plan.policy, plan.config.block_envs
+    spec = plan.spec
+    env, policy, block_envs = spec.env, spec.policy, spec.fused.block_envs
     t0, steps = in_refs["window"][0], in_refs["window"][1]
-    params = map_with_axes(_load, in_refs["params"], plan.params_axes)
+    params = map_with_axes(_load, in_refs["params"], spec.params_axes)
     sampler = jax.tree.map(lambda r: _load(r, None), in_refs["sampler"])
     reset_seed = (in_refs["reset_seed"][0], in_refs["reset_seed"][1])
     lane = jnp.arange(block_envs, dtype=jnp.int32)
@@ -146,7 +135,7 @@ def _load(ref, axis):
     return ref[0] if axis is None else ref[...]
 
 
-def _launch(plan: _Plan, t0, steps, ins, carry, outs):
+def _launch(plan: _Launch, t0, steps, ins, carry, outs):
     """One pallas_call: `steps` steps from step `t0` for every block; returns (outs, carry).
 
     `outs` are the [n, num_envs, ...] outputs earlier launches wrote (None for the first launch):
@@ -154,14 +143,15 @@ def _launch(plan: _Plan, t0, steps, ins, carry, outs):
     `t0` and `steps` are kernel inputs, not constants, so all launches after the first share
     one kernel.
     """
-    b = plan.config.block_envs
+    spec = plan.spec
+    b = spec.fused.block_envs
     num_envs = jax.tree.leaves(carry)[0].shape[0]
 
     def whole(x):
         return pl.BlockSpec(x.shape, lambda j: (0,) * x.ndim)
 
     def per_step(trailing=()):  # [n, num_envs, *trailing]: all steps, this block's environments
-        return pl.BlockSpec((plan.n, b, *trailing), lambda j: (0, j) + (0,) * len(trailing))
+        return pl.BlockSpec((spec.n, b, *trailing), lambda j: (0, j) + (0,) * len(trailing))
 
     def per_env(x):  # [num_envs, *trailing]: this block's environments
         return pl.BlockSpec((b, *x.shape[1:]), lambda j: (j,) + (0,) * (x.ndim - 1))
@@ -171,14 +161,14 @@ def _launch(plan: _Plan, t0, steps, ins, carry, outs):
     in_specs = jax.tree.map(whole, ins)
     in_specs["carry"] = jax.tree.map(per_env, carry)
     in_specs["params"] = map_with_axes(
-        lambda x, axis: whole(x) if axis is None else per_env(x), ins["params"], plan.params_axes
+        lambda x, axis: whole(x) if axis is None else per_env(x), ins["params"], spec.params_axes
     )
-    if plan.policy.time_major:
+    if spec.policy.time_major:
         in_specs["policy"] = [per_step(a.shape[2:]) for a in ins["policy"]]
     out_specs = [per_step(trailing) for trailing, _ in plan.layout]
     bufs = [] if outs is None else outs
     out_shape = (
-        [jax.ShapeDtypeStruct((plan.n, num_envs, *tr), dtype) for tr, dtype in plan.layout],
+        [jax.ShapeDtypeStruct((spec.n, num_envs, *tr), dtype) for tr, dtype in plan.layout],
         jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), carry),
     )
     return pl.pallas_call(
@@ -188,19 +178,19 @@ def _launch(plan: _Plan, t0, steps, ins, carry, outs):
         in_specs=(out_specs if bufs else [], in_specs),
         out_specs=(out_specs, jax.tree.map(per_env, carry)),
         input_output_aliases={i: i for i in range(len(bufs))},
-        interpret=plan.config.resolved_interpret(),
-        compiler_params=pltriton.CompilerParams(num_warps=plan.config.num_warps),
-        name=f"jaxsim_fused_{type(plan.env).__name__}",
+        interpret=spec.fused.resolved_interpret(),
+        compiler_params=pltriton.CompilerParams(num_warps=spec.fused.num_warps),
+        name=f"jaxsim_fused_{type(spec.env).__name__}",
     )(bufs, ins)
 
 
-def _run_kernel(plan: _Plan, ins, carry):
+def _run_kernel(plan: _Launch, ins, carry):
     """ceil(n / K) launches: the first creates the outputs, the others write into them.
 
     Launch l runs steps l*K ... min((l + 1) * K, n) - 1: the last is shorter if K does not
     divide n.
     """
-    n, k = plan.n, plan.config.steps_per_launch
+    n, k = plan.spec.n, plan.spec.fused.steps_per_launch
     outs, carry = _launch(plan, 0, min(k, n), ins, carry, None)
 
     def launch(i, outs_carry):
@@ -214,9 +204,10 @@ def _run_kernel(plan: _Plan, ins, carry):
     return outs, carry
 
 
-def _run_reference(plan: _Plan, ins, carry):
+def _run_reference(plan: _Launch, ins, carry):
     """The plain-jnp reference: the same block step on the whole (padded) batch, under lax.scan."""
-    env, policy = plan.env, plan.policy
+    spec = plan.spec
+    env, policy = spec.env, spec.policy
     num_envs = jax.tree.leaves(carry)[0].shape[0]
     seed = (ins["reset_seed"][0], ins["reset_seed"][1])
     index = ins["index_offset"][0] + jnp.arange(num_envs, dtype=jnp.uint32)
@@ -227,8 +218,8 @@ def _run_reference(plan: _Plan, ins, carry):
         s = ins["policy_seeds"][t]
         values = policy.step_inputs(loaded, t)
         carry, record = blk.step(
-            env, policy, values, ins["params"], plan.params_axes, carry, t, (s[0], s[1]), draws,
-            plan.fields,
+            env, policy, values, ins["params"], spec.params_axes, carry, t, (s[0], s[1]), draws,
+            spec.fields,
         )  # fmt: skip
         groups = blk.output_columns(record)
         outs = [
@@ -237,27 +228,26 @@ def _run_reference(plan: _Plan, ins, carry):
         ]
         return carry, outs
 
-    carry, outs = lax.scan(body, carry, jnp.arange(plan.n, dtype=jnp.int32))
+    carry, outs = lax.scan(body, carry, jnp.arange(spec.n, dtype=jnp.int32))
     return outs, carry
 
 
 # ------------------------------------------------------------------------------------------ driver
-def rollout_blocks(
-    env, kind, static, sampler_static, n, num_envs, outputs, checks, config, use_kernel, *args,
-    axis_name=None,
-):  # fmt: skip
+def rollout_blocks(spec: RolloutSpec, inputs: RolloutInputs, axis_name=None) -> Trajectory:
     """The rollout; with `axis_name`, one shard of it inside `shard_map` (`jaxsim.fused.sharded`):
-    `num_envs` environments from global index axis_index * num_envs, statistics over all shards."""
-    inputs, sampler_leaves, key, params, state = args
+    `spec.num_envs` environments from global index axis_index * spec.num_envs, statistics over
+    all shards."""
+    env, n, num_envs, config = spec.env, spec.n, spec.num_envs, spec.fused
+    key, params, state, checks = inputs.key, inputs.params, inputs.state, spec.checks
     offset = 0 if axis_name is None else lax.axis_index(axis_name) * num_envs
-    policy = blk.BlockPolicy(kind, static, inputs=None)
-    sampler = None if sampler_static is None else jax.tree.unflatten(sampler_static, sampler_leaves)
+    policy = spec.policy
+    sampler = combine_sampler(spec, inputs)
     padded = config.block_envs * math.ceil(num_envs / config.block_envs)
-    fields = tuple(f for f in STEP_OUTPUTS if f in outputs)
-    inputs = policy.prepare(inputs, n, padded)
-    params_axes = env.params_axes(params, num_envs)
+    fields = spec.fields
+    policy_inputs = policy.prepare(inputs.policy, n, padded)
+    params_axes = spec.params_axes
 
-    with_sums = "episode_stats" in outputs
+    with_sums = spec.with_sums
     if state is None:
         draws = ResetDraws.for_rollout(env, key, num_envs, sampler, offset)
         lanes = Lanes(vmapped=True)
@@ -271,12 +261,11 @@ def rollout_blocks(
         params,
         params_axes,
     )
-    k_reset, k_policy, _ = jax.random.split(key, 3)
-    steps = jnp.arange(n, dtype=jnp.int32)
+    keys = rng.RolloutKeys.split(key)
     ins = dict(
-        reset_seed=rng.seed_from_key(k_reset),
-        policy_seeds=jax.vmap(lambda t: rng.seed_from_key(jax.random.fold_in(k_policy, t)))(steps),
-        policy=inputs,
+        reset_seed=keys.reset_seed(),
+        policy_seeds=keys.policy_seeds(n),
+        policy=policy_inputs,
         sampler=sampler,
         index_offset=jnp.asarray(offset, jnp.uint32)[None],
     )
@@ -292,9 +281,7 @@ def rollout_blocks(
         def lanes(x):
             return sds((width, *x.shape[1:]), x.dtype)
 
-        values = inputs
-        if policy.time_major:  # this step's actions: one [width] column per component
-            values = [sds((width,), inputs[0].dtype)] * math.prod(policy.static)
+        values = policy.abstract_step_inputs(policy_inputs, width)
         abstract_params = map_with_axes(
             lambda x, axis: sds(jnp.shape(x), jnp.asarray(x).dtype) if axis is None else lanes(x),
             padded_params,
@@ -315,17 +302,16 @@ def rollout_blocks(
     # The record's leaves: shapes and dtypes of one step on the whole batch.
     template = jax.eval_shape(block_step, *block_args(padded))[1]
     layout = tuple(blk.output_layout(template))
-    if use_kernel:
+    if spec.use_kernel:
         step, ins["consts"] = _Hoisted.trace(block_step, *block_args(config.block_envs))
         # Kernels take no captured arrays and no 0-d inputs: shared values travel as [1, ...].
         ins["params"] = map_with_axes(_as_input, padded_params, params_axes)
         ins["sampler"] = jax.tree.map(lambda x: _as_input(x, None), sampler)
-        plan = _Plan(env, policy, fields, layout, n, config, step, params_axes)
-        outs, carry = _run_kernel(plan, ins, carry)
+        launch = _Launch(spec, layout, step)
+        outs, carry = _run_kernel(launch, ins, carry)
     else:
         ins["params"] = padded_params
-        plan = _Plan(env, policy, fields, layout, n, config, None, params_axes)
-        outs, carry = _run_reference(plan, ins, carry)
+        outs, carry = _run_reference(_Launch(spec, layout, None), ins, carry)
 
     if padded != num_envs:
         outs = [x[:, :num_envs] for x in outs]
@@ -341,4 +327,4 @@ def rollout_blocks(
     return Trajectory(**per_step, final_state=final_state, stats=stats, checks=carry.checks)
 
 
-rollout_jit = jax.jit(rollout_blocks, static_argnums=tuple(range(10)))
+rollout_jit = jax.jit(rollout_blocks, static_argnums=0)

@@ -13,10 +13,11 @@ import functools
 import jax
 from jax.sharding import PartitionSpec as P
 
+from jaxsim.autoreset import map_with_axes
 from jaxsim.fused import compile_once, kernel
-from jaxsim.fused.block import BlockPolicy
+from jaxsim.plan import RolloutInputs, RolloutSpec
 from jaxsim.sharding import ENV_AXIS, batch_spec
-from jaxsim.transition import STEP_OUTPUTS, Trajectory, map_with_axes
+from jaxsim.trajectory import STEP_OUTPUTS, Trajectory
 
 
 def _out_specs(outputs: tuple[str, ...], checks: bool) -> Trajectory:
@@ -30,44 +31,35 @@ def _out_specs(outputs: tuple[str, ...], checks: bool) -> Trajectory:
     )
 
 
-@functools.partial(jax.jit, static_argnums=tuple(range(11)))
-def _sharded(
-    mesh, env, kind, static, sampler_static, n, num_envs, outputs, checks, config, use_kernel,
-    inputs, sampler_leaves, key, params, state,
-):  # fmt: skip
-    local = num_envs // mesh.shape[ENV_AXIS]
-    params_axes = env.params_axes(params, num_envs)
-    time_major = BlockPolicy(kind, static, None).time_major  # open-loop actions [n, num_envs]
-    in_specs = (
-        [batch_spec(1) if time_major else P() for _ in inputs],
-        [P() for _ in sampler_leaves],
-        P(),
-        map_with_axes(lambda x, axis: P() if axis is None else batch_spec(0), params, params_axes),
-        batch_spec(0),
+@functools.partial(jax.jit, static_argnums=0)
+def _sharded(spec: RolloutSpec, inputs: RolloutInputs) -> Trajectory:
+    local = spec.num_envs // spec.mesh.shape[ENV_AXIS]
+    time_major = spec.policy.time_major  # open-loop actions [n, num_envs]
+    in_specs = RolloutInputs(
+        key=P(),
+        params=map_with_axes(
+            lambda x, axis: P() if axis is None else batch_spec(0), inputs.params, spec.params_axes
+        ),
+        state=batch_spec(0),
+        policy=[batch_spec(1) if time_major else P() for _ in inputs.policy],
+        sampler=None if inputs.sampler is None else [P() for _ in inputs.sampler],
     )
+    shard_spec = spec.replace(num_envs=local)
 
-    def shard(*args):
-        return kernel.rollout_blocks(
-            env, kind, static, sampler_static, n, local, outputs, checks, config, use_kernel,
-            *args, axis_name=ENV_AXIS,
-        )  # fmt: skip
+    def shard(inputs):
+        return kernel.rollout_blocks(shard_spec, inputs, axis_name=ENV_AXIS)
 
     # check_vma=False: a pallas_call has no replication rule to check.
     run = jax.shard_map(
-        shard, mesh=mesh, in_specs=in_specs, out_specs=_out_specs(outputs, checks), check_vma=False
+        shard,
+        mesh=spec.mesh,
+        in_specs=(in_specs,),
+        out_specs=_out_specs(spec.outputs, spec.checks),
+        check_vma=False,
     )
-    return run(inputs, sampler_leaves, key, params, state)
+    return run(inputs)
 
 
-def sharded_rollout(
-    mesh, env, bp: BlockPolicy, sampler_static, n, num_envs, outputs, checks, config, use_kernel,
-    sampler_leaves, key, params, state, auto=False,
-) -> Trajectory:  # fmt: skip
-    """`driver.fused_rollout` on `mesh` (validated by `jaxsim.sharding.check_mesh`)."""
-    return compile_once.call(
-        _sharded,
-        (mesh, env, bp.kind, bp.static, sampler_static, n, num_envs, outputs, checks, config,
-         use_kernel),
-        (bp.inputs, sampler_leaves, key, params, state),
-        auto,
-    )  # fmt: skip
+def sharded_rollout(spec: RolloutSpec, inputs: RolloutInputs, auto=False) -> Trajectory:
+    """`driver.run_fused` on `spec.mesh` (validated by `jaxsim.sharding.check_mesh`)."""
+    return compile_once.call(_sharded, (spec,), (inputs,), auto)
