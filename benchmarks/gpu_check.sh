@@ -8,7 +8,7 @@
 # (170 + 150 + 90 + 70 + 90 + 50 + 75 s of hard timeouts; start-up comes on top):
 # each phase has a hard timeout. Writes into OUT_DIR:
 #   environment.json  python, jax and device
-#   gpu_tests.json    per-test outcome of `pytest -m gpu tests/test_fused.py` (from JUnit XML);
+#   gpu_tests.json    per-test outcome of `pytest -m gpu tests/jaxsim/fused/test_fused.py` (from JUnit XML);
 #                     without pytest, {"status": "skipped"} and checks.json stands in for it
 #   checks.json       fused vs scan at a small ragged size: every environment x random, MLP and
 #                     open-loop policies (`benchmarks.fusion --check-only`), run when pytest is absent
@@ -56,7 +56,7 @@ EOF
 # 1. The gpu-marked tests (Triton-compiled kernel against the scan backend). Deprecation
 # warnings are not errors here: jax 0.11 deprecates the Triton lowering this kernel asks for.
 if "$py" -c "import pytest" 2>/dev/null; then
-    timeout 170 "$py" -m pytest tests/test_fused.py -m gpu -q -p no:cacheprovider \
+    timeout 170 "$py" -m pytest tests/jaxsim/fused/test_fused.py -m gpu -q -p no:cacheprovider \
         -W "ignore::DeprecationWarning" --junitxml="$out/gpu_tests.xml" 2>&1 \
         | tee "$out/gpu_tests.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

@@ -13,7 +13,7 @@ without the rest. `auto_reset` replaces the state of the environments that are d
 
 Both paths draw the same numbers for every lane (counter-based, by index), so where
 `init_state` computes each lane alone (jaxsim's native environments, gymnax) they give the same
-states bit for bit (tests/test_autoreset.py). brax's reset is batched linear algebra (the
+states bit for bit (tests/jaxsim/test_autoreset.py). brax's reset is batched linear algebra (the
 pipeline's mass matrix and contacts), whose float rounding on the CPU depends on the batch size:
 ant from the same keys at 16 and at 256 lanes differs by up to 1e-7 relative in most leaves and
 4e-5 in its contact terms, so there the two paths give the same episodes up to that rounding,

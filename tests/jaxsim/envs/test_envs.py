@@ -11,7 +11,7 @@ import jaxsim
 from jaxsim import Box, Discrete
 
 IDS = jaxsim.registered_ids()
-# MinAtar's -v0 and -v1 ids differ only in their action set, which tests/test_minatar.py covers:
+# MinAtar's -v0 and -v1 ids differ only in their action set, which test_minatar.py covers:
 # one id per game here keeps these per-environment tests' compiles down.
 ONE_PER_GAME = [i for i in IDS if not (i.startswith("MinAtar/") and i.endswith("-v0"))]
 # The environments Gymnasium also has: the parity tests compare these.

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import pytest
 
 # benchmarks/ is a top-level folder of the repository, not part of the installed package.
-_REPO = str(Path(__file__).resolve().parents[1])
+_REPO = str(Path(__file__).resolve().parents[2])
 if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 # benchmarks/ is a top-level folder of the repository, not part of the installed package.
-_REPO = Path(__file__).resolve().parents[1]
+_REPO = Path(__file__).resolve().parents[2]
 if str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 

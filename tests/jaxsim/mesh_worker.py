@@ -1,8 +1,8 @@
 """Checks of rollouts and agents on a device mesh, run in a subprocess with forced CPU devices.
 
-`python tests/mesh_worker.py CASE` with XLA_FLAGS=--xla_force_host_platform_device_count=N set
-by the caller (tests/test_sharding.py), so the flag never reaches the test process. Prints one
-JSON line of measurements; the test asserts on them.
+`python tests/jaxsim/mesh_worker.py CASE` with XLA_FLAGS=--xla_force_host_platform_device_count=N
+set by the caller (test_sharding.py, beside it), so the flag never reaches the test process.
+Prints one JSON line of measurements; the test asserts on them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """One process of a two-process `jax.distributed` run on the loopback interface (CPU, gloo).
 
-`python tests/multihost_worker.py PROCESS_ID PORT OUT.json`, started twice by
-tests/test_sharding.py with XLA_FLAGS=--xla_force_host_platform_device_count=2: 2 processes x
+`python tests/jaxsim/multihost_worker.py PROCESS_ID PORT OUT.json`, started twice by
+tests/jaxsim/test_sharding.py with XLA_FLAGS=--xla_force_host_platform_device_count=2: 2 processes x
 2 devices make one 4-device mesh. Each process compares the mesh rollout (gathered to the host)
 with the unsharded one it computes on its own first device, runs PPO on the mesh and alone, and
 writes what it saw to OUT.json.
@@ -16,7 +16,7 @@ import sys
 import jax
 import numpy as np
 from jax.sharding import Mesh
-from mesh_worker import max_gap  # this script's folder, tests/, is first on sys.path
+from mesh_worker import max_gap  # this script's folder, tests/jaxsim/, is first on sys.path
 
 import jaxsim
 

@@ -228,7 +228,7 @@ def test_scan_and_fused_give_the_same_trajectory_bit_for_bit(env_id):
     "env_id", ["MinAtar/Asterix-v0", "MinAtar/Breakout-v0", "MinAtar/Freeway-v0"]
 )
 def test_kernel_lowers_for_triton_on_cuda(env_id):
-    """Lowers (without compiling) for CUDA from the CPU, as tests/test_fused.py's check does."""
+    """Lowers (without compiling) for CUDA from the CPU, as test_fused.py's check does."""
     env = jaxsim.make(env_id)
     cfg = FusedConfig(block_envs=128, steps_per_launch=8, interpret=False)
 

@@ -15,7 +15,7 @@ from jaxsim.envs.classic_control import CartPole
 pytest.importorskip("PIL", reason="rendering needs Pillow (the `render` extra)")
 from PIL import Image
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _reset(env, key=0):

@@ -31,7 +31,7 @@ def test_config_json_written_before_the_common_base_still_loads():
 
 
 def test_decoupled_benchmark_record_config_still_loads():
-    with open(os.path.join(HERE, "..", "agents", "decoupled", "bench_cpu2_vm.json")) as f:
+    with open(os.path.join(HERE, "..", "..", "agents", "decoupled", "bench_cpu2_vm.json")) as f:
         PPOConfig.from_dict(json.load(f)["config"])
 
 

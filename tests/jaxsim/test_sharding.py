@@ -1,7 +1,7 @@
 """Rollouts and agents on a device mesh: equal to the unsharded run, and bad meshes refused.
 
-Multi-device checks run tests/mesh_worker.py (and tests/multihost_worker.py) in subprocesses
-with forced CPU devices, so XLA_FLAGS never reaches this process.
+Multi-device checks run mesh_worker.py (and multihost_worker.py), beside this file, in
+subprocesses with forced CPU devices, so XLA_FLAGS never reaches this process.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import jaxsim
 from agents.ppo import PPO, PPOConfig
 from agents.train import main as train_main
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))  # tests/jaxsim: the workers
+ROOT = os.path.dirname(os.path.dirname(HERE))
 # Sums over the batch (episode statistics) add in another order on a mesh, and an MLP's
 # matmuls in an order XLA picks by the shard's shape: those within the last bit. The
 # environment's per-step floats are equal bit for bit here (README: the one exception is
@@ -37,7 +38,7 @@ def _env(devices: int) -> dict:
 
 
 def _worker(case: str, *args: str, devices: int = 2) -> dict:
-    cmd = [sys.executable, os.path.join(ROOT, "tests", "mesh_worker.py"), case, *args]
+    cmd = [sys.executable, os.path.join(HERE, "mesh_worker.py"), case, *args]
     proc = subprocess.run(cmd, env=_env(devices), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -107,7 +108,7 @@ def test_two_processes_on_loopback(tmp_path):
     with socket.socket() as s:  # a free port for the coordinator
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    script = os.path.join(ROOT, "tests", "multihost_worker.py")
+    script = os.path.join(HERE, "multihost_worker.py")
     outs = [tmp_path / f"process{i}.json" for i in range(2)]
     procs = [
         subprocess.Popen(

@@ -467,7 +467,7 @@ def test_breakdown_benchmark_end_to_end(tmp_path):
     import sys
     from pathlib import Path
 
-    repo = str(Path(__file__).resolve().parents[1])
+    repo = str(Path(__file__).resolve().parents[3])
     if repo not in sys.path:
         sys.path.insert(0, repo)
     from benchmarks import breakdown

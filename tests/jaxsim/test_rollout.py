@@ -14,7 +14,7 @@ from jaxsim.core import TimeStep
 from jaxsim.transition import env_transition, stack_obs
 
 KEY = jax.random.key(42)
-# MinAtar's -v0 and -v1 ids differ only in their action set, which tests/test_minatar.py covers:
+# MinAtar's -v0 and -v1 ids differ only in their action set, which test_minatar.py covers:
 # one id per game here keeps these per-environment tests' compiles down.
 IDS = [i for i in jaxsim.registered_ids() if not (i.startswith("MinAtar/") and i.endswith("-v0"))]
 

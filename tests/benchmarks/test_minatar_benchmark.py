@@ -16,7 +16,7 @@ def test_tiny_run_writes_a_valid_record(tmp_path):
     pytest.importorskip("gymnax", reason="gymnax not installed: pip install 'jaxsim-rl[gymnax]'")
     pytest.importorskip("minatar", reason="the original minatar package is not installed")
     out = tmp_path / "minatar.json"
-    # The adapter's loop is the gymnax one through jaxsim.rollout (tests/test_adapters_benchmark);
+    # The adapter's loop is the gymnax one through jaxsim.rollout (test_adapters_benchmark);
     # leaving it out saves a compile.
     argv = "--games Breakout --impls gymnax,original --num-envs 3 --steps 2 --repeats 2 "
     argv += f"--original-envs 2 --original-steps 2 --original-repeats 1 --out {out}"

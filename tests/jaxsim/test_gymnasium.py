@@ -1,4 +1,4 @@
-"""Gymnasium interop: registration, single and vector envs (SB3's VecEnv: tests/test_sb3.py)."""
+"""Gymnasium interop: registration, single and vector envs (SB3's VecEnv: test_sb3.py)."""
 
 import dataclasses
 import json
@@ -21,7 +21,7 @@ from gymnasium.vector import AutoresetMode  # noqa: E402
 
 import jaxsim.gymnasium as jgym  # noqa: E402 (after the importorskip)
 
-# MinAtar's -v0 and -v1 ids differ only in their action set, which tests/test_minatar.py covers:
+# MinAtar's -v0 and -v1 ids differ only in their action set, which test_minatar.py covers:
 # one id per game here keeps these per-environment tests' compiles down.
 IDS = [i for i in jaxsim.registered_ids() if not (i.startswith("MinAtar/") and i.endswith("-v0"))]
 # The native ids Gymnasium has too: their specs and spaces must equal Gymnasium's own.
@@ -268,7 +268,7 @@ def test_cartpole_matches_gymnasiums_cartpole():
     rng = np.random.default_rng(0)
     steps = 0
     for _ in range(100):
-        # Sync Gymnasium's float64 state to ours, as tests/test_envs.py does; then both step.
+        # Sync Gymnasium's float64 state to ours, as test_envs.py does; then both step.
         genv.state = np.asarray(obs, np.float64)
         genv.steps_beyond_terminated = None
         action = int(rng.integers(0, 2))
