@@ -11,8 +11,7 @@ step is `jaxsim.transition.batch_step` on a block of lanes, so for the same key 
 scan backend's trajectories.
 """
 
-from jaxsim.fused.block import auto_backend, unsupported_reason
-from jaxsim.fused.config import FusedConfig
+from jaxsim.fused.config import FusedConfig, auto_backend, unsupported_reason
 
 
 def __getattr__(name: str):

@@ -1,10 +1,16 @@
-"""`FusedConfig`: the fused backend's tuning knobs, static and validated."""
+"""What the fused backend takes: `FusedConfig` (its tuning knobs, static and validated) and its
+refusals (`unsupported_reason`: which environments and policies the kernel runs, and why not;
+`auto_backend`: where `backend="auto"` runs the kernel). Pallas-free: `import jaxsim` loads it."""
 
 from __future__ import annotations
 
 import dataclasses
 
 import jax
+
+from jaxsim.core import Env
+from jaxsim.policies import MLPPolicy, OpenLoopPolicy, RandomPolicy
+from jaxsim.spaces import Box, Discrete
 
 _MAX_BLOCK_ENVS = 2**16
 _MAX_STEPS_PER_LAUNCH = 2**20
@@ -58,3 +64,75 @@ class FusedConfig:
 
     def resolved_interpret(self) -> bool:
         return jax.default_backend() != "gpu" if self.interpret is None else self.interpret
+
+
+# ------------------------------------------------------------------------------ what can run fused
+def env_unsupported_reason(env: Env) -> str | None:
+    """Why `env` cannot run in the fused kernel, or None if it can."""
+    params = env.default_params  # shapes and dtypes never depend on params values
+    name = type(env).__name__
+    if env.fused_refusal is not None:
+        return env.fused_refusal
+    if env.stochastic:
+        return f"{name}'s dynamics draw random numbers from a key, which the kernel cannot pass"
+    for method in ("step", "observe", "reset_at"):
+        if getattr(type(env), method) is not getattr(Env, method):
+            return (
+                f"{name} overrides Env.{method}; the kernel evaluates init_state, dynamics and "
+                "obs_fields on blocks and would not see the override"
+            )
+    space = env.action_space(params)
+    if not isinstance(space, Discrete | Box):
+        return f"its action space {space!r} is neither Discrete nor Box"
+    state = jax.eval_shape(env.init_state, env.reset_draw_shapes(), params)
+    shapes = {tuple(leaf.shape) for leaf in jax.tree.leaves(state)}
+    shapes |= set(env.reset_uniform_shapes()) | set(env.step_uniform_shapes())
+    bad = sorted(s for s in shapes if not all(is_power_of_two(d) for d in s))
+    if bad:
+        return (
+            f"{name}'s state, reset or step uniforms have shapes {bad}; the kernel holds each as a "
+            "[block, *shape] array, which Triton lowers only for power-of-two sizes"
+        )
+    return None
+
+
+def policy_unsupported_reason(policy) -> str | None:
+    """Why `policy` cannot run in the fused kernel, or None if it can."""
+    if isinstance(policy, RandomPolicy | OpenLoopPolicy):
+        return None
+    if not callable(getattr(policy, "act_from_seed", None)):
+        return (
+            f"a {type(policy).__name__} is opaque to the kernel; it runs RandomPolicy, MLPPolicy, "
+            "OpenLoopPolicy, or a pytree policy with an elementwise act_from_seed(seed, index, obs)"
+        )
+    leaves = jax.tree.leaves(policy)
+    if not all(isinstance(leaf, jax.Array) for leaf in leaves):
+        kinds = sorted({type(leaf).__name__ for leaf in leaves})
+        return f"the kernel takes a policy's leaves as array inputs, but they include {kinds}"
+    return None
+
+
+def unsupported_reason(env, policy) -> str | None:
+    """Why the fused backend cannot run `env` with `policy`, or None if it can."""
+    reason = env_unsupported_reason(env)
+    if reason is not None:
+        return f"environment {env.id}: {reason}"
+    reason = policy_unsupported_reason(policy)
+    return None if reason is None else f"policy: {reason}"
+
+
+def auto_backend(env, policy) -> str:
+    """What `backend="auto"` runs: "fused" on a GPU for what the kernel compiles there, else "scan".
+
+    On a CPU the kernel only runs interpreted, far slower than the scan. On a GPU: "fused" for
+    `RandomPolicy`, `OpenLoopPolicy` and `MLPPolicy` (whose Triton lowering the tests check for
+    every environment), unless the action space is a Box of a size that is not a power of two
+    (an action is an array of that size, which Triton does not lower). Any other policy with
+    `act_from_seed` runs fused only when asked for explicitly.
+    """
+    if jax.default_backend() != "gpu" or unsupported_reason(env, policy) is not None:
+        return "scan"
+    if not (isinstance(policy, RandomPolicy | OpenLoopPolicy) or type(policy) is MLPPolicy):
+        return "scan"
+    space = env.action_space(env.default_params)
+    return "scan" if isinstance(space, Box) and not is_power_of_two(space.size) else "fused"

@@ -1,5 +1,10 @@
 """The fused rollout kernel: K environment steps and the policy per launch, a block per program.
 
+Three parts, in the shape of a Pallas op: the kernel body (`_kernel`: the block loop calling the
+block step), its `pallas_call` with the BlockSpecs (`_launch`), and the wrapper `run`, which hoists
+the step's constants and makes the launches. The plain-jnp reference it is tested against is
+`jaxsim.fused.reference.run`; `jaxsim.fused.driver` prepares both's inputs.
+
 Each program of the grid owns a block of `block_envs` environments. It loads their state once,
 runs `steps_per_launch` steps (policy, dynamics, auto-reset) with the state held in registers,
 writes one row of `block_envs` lanes per step for each requested output, and stores the state
@@ -41,15 +46,11 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 
-from jaxsim import rng
 from jaxsim.autoreset import ResetDraws, map_with_axes
 from jaxsim.fused import block as blk
-from jaxsim.plan import RolloutInputs, RolloutSpec, combine_sampler
-from jaxsim.trajectory import STEP_OUTPUTS, Trajectory
-from jaxsim.transition import Carry, Lanes, initial_carry
+from jaxsim.plan import RolloutSpec
 
 
-# ------------------------------------------------------------------------------------------ kernel
 @dataclasses.dataclass(frozen=True)
 class _Hoisted:
     """A function traced once to a jaxpr, whose captured constants become explicit arguments.
@@ -184,13 +185,31 @@ def _launch(plan: _Launch, t0, steps, ins, carry, outs):
     )(bufs, ins)
 
 
-def _run_kernel(plan: _Launch, ins, carry):
-    """ceil(n / K) launches: the first creates the outputs, the others write into them.
+def run(spec: RolloutSpec, layout: tuple, block_step, example_args, ins: dict, carry):
+    """The kernel's wrapper: the rollout's steps on every block; returns (outputs, carry).
 
-    Launch l runs steps l*K ... min((l + 1) * K, n) - 1: the last is shorter if K does not
-    divide n.
+    Args:
+      spec: the rollout's spec, its policy a `BlockPolicy` and its `fused` a `FusedConfig`.
+      layout: (trailing shape, storage dtype) of each output (`block.output_layout`).
+      block_step: `(params, carry, t, seed, draws, step_inputs) -> (carry, record)` on a block.
+      example_args: `block_step`'s arguments (shapes and dtypes) on one block.
+      ins: the kernel's inputs: reset_seed, policy_seeds, policy, sampler, index_offset and
+        params, on the batch padded to whole blocks (`carry`'s size).
+
+    ceil(n / K) launches: the first creates the [n, num_envs, ...] outputs, the others write
+    into them. Launch l runs steps l*K ... min((l + 1) * K, n) - 1: the last is shorter if K
+    does not divide n.
     """
-    n, k = plan.spec.n, plan.spec.fused.steps_per_launch
+    step, consts = _Hoisted.trace(block_step, *example_args)
+    # Kernels take no captured arrays and no 0-d inputs: shared values travel as [1, ...].
+    ins = dict(
+        ins,
+        consts=consts,
+        params=map_with_axes(_as_input, ins["params"], spec.params_axes),
+        sampler=jax.tree.map(lambda x: _as_input(x, None), ins["sampler"]),
+    )
+    plan = _Launch(spec, layout, step)
+    n, k = spec.n, spec.fused.steps_per_launch
     outs, carry = _launch(plan, 0, min(k, n), ins, carry, None)
 
     def launch(i, outs_carry):
@@ -202,129 +221,3 @@ def _run_kernel(plan: _Launch, ins, carry):
     if more:
         outs, carry = lax.fori_loop(0, more, launch, (outs, carry))
     return outs, carry
-
-
-def _run_reference(plan: _Launch, ins, carry):
-    """The plain-jnp reference: the same block step on the whole (padded) batch, under lax.scan."""
-    spec = plan.spec
-    env, policy = spec.env, spec.policy
-    num_envs = jax.tree.leaves(carry)[0].shape[0]
-    seed = (ins["reset_seed"][0], ins["reset_seed"][1])
-    index = ins["index_offset"][0] + jnp.arange(num_envs, dtype=jnp.uint32)
-    draws = ResetDraws.make(env, seed, index, ins["sampler"])
-    loaded = policy.load(ins["policy"])
-
-    def body(carry, t):
-        s = ins["policy_seeds"][t]
-        values = policy.step_inputs(loaded, t)
-        carry, record = blk.step(
-            env, policy, values, ins["params"], spec.params_axes, carry, t, (s[0], s[1]), draws,
-            spec.fields,
-        )  # fmt: skip
-        groups = blk.output_columns(record)
-        outs = [
-            cols[0] if not trailing else jnp.stack(cols, axis=-1)
-            for cols, (trailing, _) in zip(groups, plan.layout, strict=True)
-        ]
-        return carry, outs
-
-    carry, outs = lax.scan(body, carry, jnp.arange(spec.n, dtype=jnp.int32))
-    return outs, carry
-
-
-# ------------------------------------------------------------------------------------------ driver
-def rollout_blocks(spec: RolloutSpec, inputs: RolloutInputs, axis_name=None) -> Trajectory:
-    """The rollout; with `axis_name`, one shard of it inside `shard_map` (`jaxsim.fused.sharded`):
-    `spec.num_envs` environments from global index axis_index * spec.num_envs, statistics over
-    all shards."""
-    env, n, num_envs, config = spec.env, spec.n, spec.num_envs, spec.fused
-    key, params, state, checks = inputs.key, inputs.params, inputs.state, spec.checks
-    offset = 0 if axis_name is None else lax.axis_index(axis_name) * num_envs
-    policy = spec.policy
-    sampler = combine_sampler(spec, inputs)
-    padded = config.block_envs * math.ceil(num_envs / config.block_envs)
-    fields = spec.fields
-    policy_inputs = policy.prepare(inputs.policy, n, padded)
-    params_axes = spec.params_axes
-
-    with_sums = spec.with_sums
-    if state is None:
-        draws = ResetDraws.for_rollout(env, key, num_envs, sampler, offset)
-        lanes = Lanes(vmapped=True)
-        carry = initial_carry(env, lanes, params, params_axes, draws, with_sums, checks)
-    else:
-        carry = Carry.from_state(state, with_sums, checks)
-    # Padded lanes repeat the last environment, so they step through valid physics.
-    carry = jax.tree.map(lambda x: blk.pad_axis(x, padded), carry)
-    padded_params = map_with_axes(
-        lambda x, axis: x if axis is None else blk.pad_axis(jnp.asarray(x), padded),
-        params,
-        params_axes,
-    )
-    keys = rng.RolloutKeys.split(key)
-    ins = dict(
-        reset_seed=keys.reset_seed(),
-        policy_seeds=keys.policy_seeds(n),
-        policy=policy_inputs,
-        sampler=sampler,
-        index_offset=jnp.asarray(offset, jnp.uint32)[None],
-    )
-
-    def block_step(params, carry, t, seed, draws, values):
-        return blk.step(env, policy, values, params, params_axes, carry, t, seed, draws, fields)
-
-    def block_args(width):
-        """Abstract arguments of `block_step` on `width` environments."""
-        sds = jax.ShapeDtypeStruct
-        u32 = sds((), jnp.uint32)
-
-        def lanes(x):
-            return sds((width, *x.shape[1:]), x.dtype)
-
-        values = policy.abstract_step_inputs(policy_inputs, width)
-        abstract_params = map_with_axes(
-            lambda x, axis: sds(jnp.shape(x), jnp.asarray(x).dtype) if axis is None else lanes(x),
-            padded_params,
-            params_axes,
-        )
-        draws = ResetDraws(
-            seed=(u32, u32),
-            index=sds((width,), jnp.uint32),
-            reset_keys=(sds((width,), jnp.uint32),) * env.num_reset_uniforms,
-            sampler=jax.tree.map(lambda x: sds(x.shape, x.dtype), sampler),
-            shapes=env.reset_uniform_shapes(),
-            step_keys=(sds((width,), jnp.uint32),) * env.num_step_uniforms,
-            step_shapes=env.step_uniform_shapes(),
-        )
-        t = sds((), jnp.int32)
-        return abstract_params, jax.tree.map(lanes, carry), t, (u32, u32), draws, values
-
-    # The record's leaves: shapes and dtypes of one step on the whole batch.
-    template = jax.eval_shape(block_step, *block_args(padded))[1]
-    layout = tuple(blk.output_layout(template))
-    if spec.use_kernel:
-        step, ins["consts"] = _Hoisted.trace(block_step, *block_args(config.block_envs))
-        # Kernels take no captured arrays and no 0-d inputs: shared values travel as [1, ...].
-        ins["params"] = map_with_axes(_as_input, padded_params, params_axes)
-        ins["sampler"] = jax.tree.map(lambda x: _as_input(x, None), sampler)
-        launch = _Launch(spec, layout, step)
-        outs, carry = _run_kernel(launch, ins, carry)
-    else:
-        ins["params"] = padded_params
-        outs, carry = _run_reference(_Launch(spec, layout, None), ins, carry)
-
-    if padded != num_envs:
-        outs = [x[:, :num_envs] for x in outs]
-        carry = jax.tree.map(lambda x: x[:num_envs], carry)
-    record = blk.record_from_outputs(template, outs)
-    if env.obs_shape is not None:  # the kernel wrote the components (MinAtar: packed words)
-        for name in ("obs", "next_obs"):
-            if record.get(name) is not None:
-                record[name] = env.obs_from_components(record[name])
-    final_state = carry.to_state(env, Lanes(vmapped=True), params, params_axes)
-    stats = None if carry.sums is None else carry.sums.stats(axis_name)
-    per_step = {name: record.get(name) for name in STEP_OUTPUTS}
-    return Trajectory(**per_step, final_state=final_state, stats=stats, checks=carry.checks)
-
-
-rollout_jit = jax.jit(rollout_blocks, static_argnums=0)

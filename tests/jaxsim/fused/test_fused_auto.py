@@ -54,9 +54,9 @@ def test_explicit_fused_raises_what_auto_survives(kernel_chosen, monkeypatch):
     env = jaxsim.make("CartPole-v1")
     kw = dict(num_envs=4, key=KEY, fused_config=CONFIG)
 
-    from jaxsim.fused import kernel
+    from jaxsim.fused import driver
 
-    monkeypatch.setattr(kernel, "rollout_jit", _Broken())
+    monkeypatch.setattr(driver, "rollout_jit", _Broken())
     with pytest.raises(RuntimeError, match="Mosaic: simulated failure"):
         jaxsim.rollout(env, "random", 5, backend="fused", **kw)
     with pytest.warns(RuntimeWarning, match=r"fused kernel failed to compile for CartPole-v1"):
