@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness.formatting import format_seconds, format_table, format_verdict
-from benchmarks.harness.paths import REPO_ROOT
 from benchmarks.harness.record import default_out, finish
 from benchmarks.harness.solved import RULE
+from benchmarks.harness.timing import time_process
 
 ENV = "envpool/CartPole-v1"
 ARRANGEMENTS = {
@@ -47,17 +45,6 @@ ARRANGEMENTS = {
 }
 """Name -> the train command's flags beyond the common ones."""
 SPEEDUP_TARGET = 4.0  # issue 25: solved >= 4x sooner per seed than SB3 on the same environments
-
-
-def _timed(cmd: list[str]) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    load_before = os.getloadavg()[0]
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return {"wall_s": wall, "load_1min_before": load_before, "load_1min_after": os.getloadavg()[0]}
 
 
 def jaxsim_command(seed: int, out: Path, cache: str, extra: list[str]) -> list[str]:
@@ -70,7 +57,7 @@ def jaxsim_command(seed: int, out: Path, cache: str, extra: list[str]) -> list[s
 
 def jaxsim_process(seed: int, out: Path, cache: str, extra: list[str]) -> dict[str, Any]:
     """One seed's process: its wall time and what its eval.json says about solving."""
-    run = _timed(jaxsim_command(seed, out, cache, extra))
+    run = time_process(jaxsim_command(seed, out, cache, extra))
     evaluation = json.loads((out / "eval.json").read_text())
     return {
         "seed": seed,
@@ -88,7 +75,7 @@ def jaxsim_process(seed: int, out: Path, cache: str, extra: list[str]) -> dict[s
 def jaxsim_seeds_process(seeds: int, out: Path, cache: str, extra: list[str]) -> dict[str, Any]:
     """One `--seeds N` process (the seeds one after another, programs compiled once): its wall
     time divided by the seeds, as `benchmarks.ppo.process` times `agents.train --seeds 3`."""
-    run = _timed(jaxsim_command(0, out, cache, [*extra, "--seeds", str(seeds)]))
+    run = time_process(jaxsim_command(0, out, cache, [*extra, "--seeds", str(seeds)]))
     evaluation = json.loads((out / "eval.json").read_text())
     return {
         **run,
@@ -107,7 +94,7 @@ def sb3_process(seed: int, threads: int, out: Path) -> dict[str, Any]:
     """One seed of `benchmarks.ppo_sb3` on EnvPool: wall time and its own account."""
     cmd = [sys.executable, "-m", "benchmarks.ppo_sb3", "--seed", str(seed), "--simulator",
            "envpool", "--threads", str(threads), "--out", str(out)]  # fmt: skip
-    run = _timed(cmd)
+    run = time_process(cmd)
     result = json.loads(out.read_text())
     return {
         "seed": seed,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import statistics
+import subprocess
 import time
 from collections.abc import Callable
 from typing import Any
@@ -217,3 +219,19 @@ def time_interleaved(
             last=last[name],
         )
     return timings
+
+
+def time_process(cmd: list[str]) -> dict[str, Any]:
+    """Runs `cmd` as a whole process from the repository (this checkout's packages first), as a
+    user runs a command: its wall time, start to exit, and the 1-minute load average before and
+    after. A failed process raises with the end of its stderr."""
+    from benchmarks.harness.paths import REPO_ROOT
+
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    load_before = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
+    return {"wall_s": wall, "load_1min_before": load_before, "load_1min_after": os.getloadavg()[0]}

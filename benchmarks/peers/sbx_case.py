@@ -11,16 +11,13 @@ the same stop rule), timed the same way, its per-seed time the mean of the proce
 from __future__ import annotations
 
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness.paths import REPO_ROOT
+from benchmarks.harness.timing import time_process
 
 # case -> (algorithm, Gymnasium id, target return)
 CASES = {
@@ -46,13 +43,8 @@ def jaxsim_command(algorithm: str, env_id: str, target: float, seeds: int, out: 
 
 def jaxsim_process(cmd: list[str], seeds: int, out: Path) -> dict[str, Any]:
     """One train process: its wall time (start to exit), per seed, and eval.json's verdict."""
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    load = os.getloadavg()[0]
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
+    run = time_process(cmd)
+    wall = run["wall_s"]
     evaluation = json.loads((out / "eval.json").read_text())
     solved = evaluation["solved_per_seed"]
     return {
@@ -63,8 +55,8 @@ def jaxsim_process(cmd: list[str], seeds: int, out: Path) -> dict[str, Any]:
         "solved_all": all(solved),
         "steps_to_target_per_seed": evaluation["steps_to_target_per_seed"],
         "final_per_seed_mean_return": evaluation["per_seed_mean_return"],
-        "load_before": load,
-        "load_after": os.getloadavg()[0],
+        "load_before": run["load_1min_before"],
+        "load_after": run["load_1min_after"],
     }
 
 
