@@ -1,4 +1,4 @@
-"""Opt-in: the number of threads XLA's CPU runtime uses in this process.
+"""XLA's CPU runtime as the Gymnasium fronts want it: its thread count (opt-in) and dispatch.
 
 XLA:CPU sizes its intra-op thread pool (threads named `tf_XLAEigen`) to the CPUs the process may
 run on, or to the `NPROC` environment variable when it is set; it reads either once, when JAX
@@ -13,13 +13,19 @@ with one thread (`docs/upstream_xla_cpu_two_core.md` has a JAX-only reproduction
 `set_cpu_threads(1)` is that one-thread setting, made on request only: it is process-wide, and
 every other XLA CPU computation in the process (a rollout, a training update) then runs on one
 thread too. jaxsim never makes it on its own.
+
+Asynchronous dispatch is the other setting: importing `jaxsim.gymnasium` turns it off when JAX has
+not started yet (`turn_off_async_dispatch`), and `cpu_dispatch()` says what was decided and why.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
-__all__ = ["set_cpu_threads"]
+import jax
+
+__all__ = ["cpu_dispatch", "set_cpu_threads", "turn_off_async_dispatch"]
 
 _VARIABLE = "NPROC"  # read by XLA's DefaultThreadPoolSize when the CPU client starts
 
@@ -60,3 +66,41 @@ def set_cpu_threads(num_threads: int) -> None:
             f"or start the process with the environment variable {_VARIABLE}={num_threads}"
         )
     os.environ[_VARIABLE] = str(num_threads)  # putenv: XLA reads it with getenv at start
+
+
+# ------------------------------------------------------------------ asynchronous dispatch (fronts)
+_TURNED_OFF = "turned off by importing jaxsim.gymnasium"
+_dispatch_reason = "not decided: jaxsim.gymnasium was not imported"
+
+
+def turn_off_async_dispatch() -> None:
+    """Turns JAX's asynchronous CPU dispatch off if JAX has not started its backends yet; called
+    once, when `jaxsim.gymnasium` is imported.
+
+    `jax_cpu_enable_async_dispatch` is process-wide and read once, when the CPU client starts
+    (JAX's first computation), so the front sets it on import or never; `cpu_dispatch()`
+    reports why the flag has its value.
+    """
+    global _dispatch_reason
+    if not jax.config.read("jax_cpu_enable_async_dispatch"):
+        _dispatch_reason = "off before jaxsim.gymnasium was imported"
+    elif _backends_started():
+        _dispatch_reason = "left on: JAX had started before jaxsim.gymnasium was imported"
+    else:
+        jax.config.update("jax_cpu_enable_async_dispatch", False)
+        _dispatch_reason = _TURNED_OFF
+
+
+def cpu_dispatch() -> dict[str, Any]:
+    """Whether JAX dispatches CPU computations asynchronously in this process, and why.
+
+    Returns:
+      {"async": bool, "reason": str}. The Gymnasium fronts step one small program per call and
+      read its result at once, so asynchronous dispatch only adds a thread hand-off per step;
+      see `python -m benchmarks.gymnasium_front`.
+    """
+    on = bool(jax.config.read("jax_cpu_enable_async_dispatch"))
+    reason = _dispatch_reason
+    if on and reason == _TURNED_OFF:
+        reason = "turned on again after jaxsim.gymnasium was imported"
+    return {"async": on, "reason": reason}

@@ -63,7 +63,7 @@ import numpy as np
 from gymnasium.envs.registration import ENV_ID_RE
 
 from jaxsim import envs, gymnasium_step
-from jaxsim.cpu_threads import set_cpu_threads
+from jaxsim.cpu_threads import cpu_dispatch, set_cpu_threads, turn_off_async_dispatch
 from jaxsim.gymnasium_vector import (
     NAMESPACE,
     JaxsimVectorEnv,
@@ -92,49 +92,7 @@ __all__ = [
 ]
 
 
-# ----------------------------------------------------------------------------------- CPU dispatch
-def _backends_started() -> bool:
-    try:
-        from jax._src.xla_bridge import backends_are_initialized
-    except ImportError:  # a jax without it: assume started, and change nothing
-        return True
-    return backends_are_initialized()
-
-
-_TURNED_OFF = "turned off by importing jaxsim.gymnasium"
-
-
-def _choose_cpu_dispatch() -> str:
-    """Turns JAX's asynchronous CPU dispatch off if JAX has not started its backends yet.
-
-    `jax_cpu_enable_async_dispatch` is process-wide and read once, when the CPU client starts
-    (JAX's first computation), so it is set here, on import, or never. Returns why the flag has
-    its value, which `cpu_dispatch()` reports.
-    """
-    if not jax.config.read("jax_cpu_enable_async_dispatch"):
-        return "off before jaxsim.gymnasium was imported"
-    if _backends_started():
-        return "left on: JAX had started before jaxsim.gymnasium was imported"
-    jax.config.update("jax_cpu_enable_async_dispatch", False)
-    return _TURNED_OFF
-
-
-_DISPATCH_REASON = _choose_cpu_dispatch()
-
-
-def cpu_dispatch() -> dict[str, Any]:
-    """Whether JAX dispatches CPU computations asynchronously in this process, and why.
-
-    Returns:
-      {"async": bool, "reason": str}. The front steps one small program per Gymnasium call and
-      reads its result at once, so asynchronous dispatch only adds a thread hand-off per step;
-      see the module docstring and `python -m benchmarks.gymnasium_front`.
-    """
-    on = bool(jax.config.read("jax_cpu_enable_async_dispatch"))
-    reason = _DISPATCH_REASON
-    if on and reason == _TURNED_OFF:
-        reason = "turned on again after jaxsim.gymnasium was imported"
-    return {"async": on, "reason": reason}
+turn_off_async_dispatch()  # on import, or never: see jaxsim.cpu_threads
 
 
 # ------------------------------------------------------------------------------------- single env
