@@ -22,171 +22,30 @@ import dataclasses
 import json
 import os
 import sys
-import time
 
 import jax
 import numpy as np
 
 from agents import logs
+from agents.decoupled.args import build_parser, decoupled_config, preset_id, task_target
+from agents.decoupled.evaluation import HostEvaluator, check_seed, evaluation_seed
 from agents.decoupled.host_envs import MissingDependency, make_pool
 from agents.decoupled.learner import HostPPO, load_state, save_state
-from agents.decoupled.run import SCHEDULES, DecoupledConfig, format_profile, run_decoupled
+from agents.decoupled.run import DecoupledConfig, format_profile, run_decoupled
 from agents.loop import MIN_EPISODES, confirmed
-from agents.networks import to_policy
 from agents.ppo import PPOConfig
-from agents.presets import config_for, target_for
+from agents.presets import config_for
 from agents.structs import Metrics
 from agents.train_args import (
     NO_TARGET,
-    add_config_flags,
     check_flag,
     check_no_run,
     check_out,
     clear_run,
     config_overrides,
     setup_cache,
-    target_return,
 )
-from jaxsim import compile_cache
 from jaxsim.files import finite_json, write_json_atomic
-
-
-def preset_id(env_id: str) -> str:
-    """The preset (`agents.presets`) a host id trains with: its task's."""
-    name = env_id.removeprefix("gymnasium/").removeprefix("envpool/")
-    if name.startswith("MinAtar/"):
-        return "gymnax/" + name.removeprefix("MinAtar/").rsplit("-v", 1)[0] + "-MinAtar"
-    return name
-
-
-def task_target(env_id: str) -> float | None:
-    """The preset target return of a host id's task (`CartPole-v1` for `envpool/CartPole-v1`,
-    `MinAtar/Breakout-v0` for `gymnasium/MinAtar/Breakout-v0`), or None."""
-    return target_for(env_id.removeprefix("gymnasium/").removeprefix("envpool/"), "ppo")
-
-
-def build_parser() -> argparse.ArgumentParser:
-
-    p = argparse.ArgumentParser(
-        prog="python -m agents.train",
-        description="PPO on a host simulator: actor threads step it, a learner runs the "
-        "one-jit update.",
-    )
-    p.add_argument("algorithm", help="ppo (the decoupled mode runs PPO)")
-    p.add_argument(
-        "--env", required=True, help="gymnasium/<id> (original MinAtar too), envpool/<task>"
-    )
-    p.add_argument("--seed", type=int, default=0, help="PRNG seed (network, actions, pools)")
-    p.add_argument(
-        "--seeds", type=int, default=1, help="seeds --seed, --seed+1, ... one after another"
-    )
-    p.add_argument("--out", default=None, help="output folder (default runs/<env>)")
-    p.add_argument("--checkpoint-every", type=int, default=0, help="updates between checkpoints")
-    p.add_argument("--resume", action="store_true", help="continue <out>/checkpoint.msgpack")
-    p.add_argument("--overwrite", action="store_true", help="replace the run in --out")
-    p.add_argument("--schedule", choices=list(SCHEDULES), default="reproducible")
-    p.add_argument("--actors", type=int, default=2, help="actor threads (must divide num_envs)")
-    p.add_argument("--queue-size", type=int, default=1, help="segments an actor may run ahead")
-    p.add_argument(
-        "--envpool-batch-size",
-        type=int,
-        default=None,
-        help="per actor; below its envs EnvPool runs asynchronously (free schedule only)",
-    )
-    p.add_argument("--vectorization", choices=("sync", "async"), default="sync")
-    p.add_argument("--no-plot", action="store_true", help="skip curve.png")
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
-    p.add_argument("--profile", metavar="DIR", default=None, help="per-thread phase table")
-    p.add_argument(
-        "--target-return",
-        type=target_return,
-        default=None,
-        help="stop once a stop check (eval_envs deterministic episodes every log_every updates) "
-        f"and an independent evaluation confirming it (>= {MIN_EPISODES} episodes, the final "
-        "evaluation's) reach this mean return; 'none' trains the whole budget (default: the "
-        "task's preset target, agents.presets.TARGETS)",
-    )
-    p.add_argument(
-        "--compilation-cache",
-        metavar="DIR",
-        default=None,
-        help="JAX's persistent compilation cache folder (default: "
-        f"${compile_cache.ENV_VAR}, else ~/.cache/jaxsim/xla)",
-    )
-    p.add_argument("--no-compilation-cache", action="store_true", help="compile afresh")
-    p.add_argument(
-        "--time-budget",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="stop after the first update that ends this many wall seconds into training "
-        "(the metrics' wall_time: compiles and stop checks in, imports out), as if the budget "
-        "of steps had run out",
-    )
-    add_config_flags(p, PPOConfig, "(defaults: the task's preset)")
-    return p
-
-
-def _greedy_action(acting, obs):
-    return to_policy(acting.params, acting.obs_stats, True)(jax.random.key(0), obs)[0]
-
-
-class HostEvaluator:
-    """Deterministic evaluations of the learner's policy on fresh host pools, the first episode
-    of each environment: the stop checks and the independent evaluation that confirms one."""
-
-    def __init__(self, learner: HostPPO, env_id: str, max_steps: int):
-        self.learner, self.env_id, self.max_steps = learner, env_id, max_steps
-        self.policy = jax.jit(_greedy_action)  # once: every evaluation reuses its compile
-        self.wall_s = 0.0  # seconds spent evaluating, all calls together
-
-    def returns(self, state, episodes: int, seed: int) -> np.ndarray:
-        """float64[episodes] returns (an episode still running after `max_steps` counts with
-        its return so far), on `episodes` environments of a pool seeded `seed`."""
-        t0 = time.perf_counter()
-        pool = make_pool(self.env_id, episodes, seed)
-        acting = self.learner.acting(state)
-        returns, done = np.zeros(episodes), np.zeros(episodes, bool)
-        try:
-            rows = pool.reset()
-            for _ in range(self.max_steps):
-                action = np.asarray(self.policy(acting, rows.obs))
-                pool.send(action, rows.env_ids)
-                rows = pool.recv()
-                live = rows.transition & ~done[rows.env_ids]
-                returns[rows.env_ids[live]] += rows.reward[live]
-                done[rows.env_ids[live & (rows.terminated | rows.truncated)]] = True
-                if done.all():
-                    break
-        finally:
-            pool.close()
-            self.wall_s += time.perf_counter() - t0
-        return returns
-
-
-def check_seed(seed: int, update: int) -> int:
-    """The pool seed of the stop check after `update` updates (as `agents.loop.check_keys`)."""
-    return int(np.random.SeedSequence([seed, 2, update]).generate_state(1)[0] % 2**30)
-
-
-def evaluation_seed(seed: int) -> int:
-    """The pool seed of the final, confirming evaluation (as `agents.loop.evaluation_keys`): apart
-    from every stop check's and from the actors' (`DecoupledConfig.pool_seed`)."""
-    return int(np.random.SeedSequence([seed, 1]).generate_state(1)[0] % 2**30)
-
-
-def decoupled_config(args: argparse.Namespace) -> DecoupledConfig:
-    """The arrangement the flags ask for (by name: a field added to DecoupledConfig shifts
-    nothing)."""
-    return DecoupledConfig(
-        args.env,
-        schedule=args.schedule,
-        actors=args.actors,
-        queue_size=args.queue_size,
-        envpool_batch_size=args.envpool_batch_size,
-        vectorization=args.vectorization,
-        seed=args.seed,
-    )
 
 
 def _metrics(update: int, report, last: dict) -> Metrics:
