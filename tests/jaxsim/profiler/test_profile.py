@@ -3,7 +3,6 @@
 import json
 import statistics
 import sys
-import textwrap
 import time
 
 import jax
@@ -21,7 +20,6 @@ from jaxsim.profiler import (
 )
 from jaxsim.profiler import __main__ as cli
 from jaxsim.profiler._calibrate import typical
-from jaxsim.profiler._hlo import HloModule, PhaseMap, scope_phases
 
 PHASES = ("matmul", "elementwise")
 
@@ -258,8 +256,9 @@ def test_context_manager_profiles_a_block_with_compile_and_dispatches(tmp_path):
         jax.block_until_ready(out)
     r = prof.report
     assert r.mode == "program" and r.iterations == 3
-    mm, ew = r.row("matmul").device_s, r.row("elementwise").device_s
-    assert mm > ew > 0 and r.row(UNSCOPED).device_s > 0
+    # Each phase is attributed (their ratio is test_matmul_outweighs_elementwise_...'s check: over
+    # 3 steps, one preemption of the ~1 ms elementwise phase on a loaded machine can invert it).
+    assert min(r.row(p).device_s for p in (*PHASES, UNSCOPED)) > 0
     # Whole-block partition: the rows add up to the corrected wall time of the block.
     assert sum(r.totals().values()) == pytest.approx(r.wall_s, rel=1e-6)
     assert r.wall_s <= r.traced_wall_s
@@ -298,156 +297,6 @@ def test_context_manager_that_raises_writes_nothing(tmp_path):
             pass
 
 
-# -------------------------------------------------------------- `python -m jaxsim.profiler` runner
-_TINY = """
-    import sys
-    import jax
-    import jax.numpy as jnp
-
-    @jax.jit
-    def step(a, x):
-        with jax.named_scope("matmul"):
-            m = a @ a
-        with jax.named_scope("elementwise"):
-            x = jnp.tanh(x) * 2.0 + m[0, 0]
-        return m / 256.0, x
-
-    if __name__ == "__main__":
-        print("argv", sys.argv[1:])
-        a, x = jnp.ones((256, 256)) / 256, jnp.ones((256, 256))
-        for _ in range(int(sys.argv[1])):
-            a, x = step(a, x)
-        if len(sys.argv) > 2:
-            raise SystemExit(int(sys.argv[2]))
-"""
-
-
-@pytest.fixture
-def tiny_module(tmp_path, monkeypatch):
-    (tmp_path / "tinyprog.py").write_text(textwrap.dedent(_TINY))
-    monkeypatch.chdir(tmp_path)  # as `python -m` does, the runner finds modules in the cwd
-    monkeypatch.syspath_prepend(str(tmp_path))
-    yield tmp_path / "tinyprog.py"
-    sys.modules.pop("tinyprog", None)
-
-
-def test_runner_runs_a_module_with_its_arguments(tiny_module, tmp_path, capsys):
-    out = tmp_path / "prof"
-    # Options after the module name are the module's (here "-o" would be; "3" is).
-    r = cli.main(["-o", str(out), "--phases", "matmul,elementwise", "-m", "tinyprog", "3"])
-    printed = capsys.readouterr().out
-    assert "argv ['3']" in printed and "jaxsim.profile tinyprog" in printed
-    assert r.mode == "program" and r.name == "tinyprog"
-    assert r.row("matmul").device_s > r.row("elementwise").device_s > 0
-    assert r.executables["jit_step"] == 3 and r.compile_s > 0
-    assert sorted(p.name for p in out.iterdir()) == [
-        "tinyprog.json",
-        "tinyprog.png",
-        "tinyprog.trace.json.gz",
-        "tinyprog.xplane.pb",
-    ]
-    assert sys.argv[0] != "tinyprog"  # restored
-
-
-def test_runner_runs_a_script_and_a_failing_one_writes_nothing(tiny_module, tmp_path, capsys):
-    r = cli.main(["--phases", "matmul", "--no-png", str(tiny_module), "2", "0"])  # exit(0): ok
-    assert "argv ['2', '0']" in capsys.readouterr().out and r.row("matmul").device_s > 0
-    out = tmp_path / "failed"
-    with pytest.raises(SystemExit) as info:
-        cli.main(["-o", str(out), str(tiny_module), "1", "3"])
-    assert info.value.code == 3 and not out.exists()
-
-
-def test_runner_argument_parsing():
-    assert cli.split_argv(["-o", "d", "-m", "pkg.mod", "-o", "x"]) == (
-        ["-o", "d"],
-        ["-m", "pkg.mod", "-o", "x"],
-    )
-    assert cli.split_argv(["--phases", "a,b", "s.py", "--flag"]) == (
-        ["--phases", "a,b"],
-        ["s.py", "--flag"],
-    )
-    assert cli.split_argv(["--name=n", "-mpkg", "1"]) == (["--name=n"], ["-m", "pkg", "1"])
-    with pytest.raises(SystemExit):  # no target
-        cli.main(["-o", "d"])
-    with pytest.raises(SystemExit):  # a bad phase list fails before the target runs
-        cli.main(["--phases", "a/b", "-m", "never_imported_module"])
-
-
-@pytest.mark.slow
-def test_runner_baseline_calibrates_and_checks_the_corrected_run_time(tiny_module, capsys):
-    r = cli.main(["--baseline", "2", "--phases", "matmul", "--no-png", "-m", "tinyprog", "20"])
-    b = r.baseline
-    assert len(b["runs"]) == 2 and all(run["wall_s"] > run["compile_s"] > 0 for run in b["runs"])
-    # Calibrated on the first run, checked against the second.
-    assert r.overhead["measured_s"] is not None and b["validation_runs"] == 1
-    assert b["error"] is not None and r.overhead["corrected_error"] == b["error"]
-    assert b["model_error"] is not None and b["uncorrected_error"] is not None
-    assert "baseline (2 uninstrumented run(s))" in capsys.readouterr().out
-
-
-# ------------------------------------------------------------------------------- HLO -> phases
-_PHASES = frozenset({"rollout", "policy", "env_step", "loss", "backward"})
-
-
-def test_innermost_phase_of_a_scope_path():
-    assert scope_phases("jit(f)/rollout/while/body/policy/dot_general", _PHASES) == [
-        ("policy", "rollout", "jit(f)/rollout/while/body/policy")
-    ]
-    # The backward pass of `loss` runs under `backward`; transpose(jvp()) is not a phase.
-    assert scope_phases("jit(t)/backward/transpose(jvp())/mul", _PHASES)[0][0] == "backward"
-    # The last part names the primitive, never a phase; no phase on the path -> unscoped.
-    assert scope_phases("jit(f)/policy", _PHASES)[0][0] == UNSCOPED
-    assert scope_phases("", _PHASES)[0][0] == UNSCOPED
-    # XLA joins the op_names of merged ops with ';'.
-    merged = scope_phases("jit(f)/policy/add;jit(f)/env_step/add", _PHASES)
-    assert [m[0] for m in merged] == ["policy", "env_step"]
-
-
-_HLO = """HloModule jit_f, entry_computation_layout={(f32[64,64]{1,0})->f32[64,64]{1,0}}
-
-%fused_computation (p0: f32[64,64]) -> f32[64,64] {
-  %p0 = f32[64,64]{1,0} parameter(0)
-  %dot.1 = f32[64,64]{1,0} dot(%p0, %p0), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="jit(f)/policy/dot_general"}
-  ROOT %tanh.1 = f32[64,64]{1,0} tanh(%dot.1), metadata={op_name="jit(f)/env_step/tanh"}
-}
-
-%body (t: (s32[], f32[64,64])) -> (s32[], f32[64,64]) {
-  %t = (s32[], f32[64,64]{1,0}) parameter(0)
-  %i = s32[] get-tuple-element(%t), index=0
-  %x = f32[64,64]{1,0} get-tuple-element(%t), index=1
-  %copy.3 = f32[64,64]{1,0} copy(%x)
-  ROOT %r = (s32[], f32[64,64]{1,0}) tuple(%i, %copy.3)
-}
-
-ENTRY %main (x.1: f32[64,64]) -> f32[64,64] {
-  %x.1 = f32[64,64]{1,0} parameter(0), metadata={op_name="x"}
-  %fusion = f32[64,64]{1,0} fusion(%x.1), kind=kLoop, calls=%fused_computation, metadata={op_name="jit(f)/env_step/tanh"}
-  %init = (s32[], f32[64,64]{1,0}) tuple(%x.1, %fusion)
-  %while.1 = (s32[], f32[64,64]{1,0}) while(%init), condition=%body, body=%body, metadata={op_name="jit(f)/rollout/while"}, backend_config={"known_trip_count":{"n":"4"}}
-  ROOT %out = f32[64,64]{1,0} get-tuple-element(%while.1), index=1
-}
-"""  # noqa: E501
-
-
-def test_a_fusion_spanning_two_phases_is_split_by_cost():
-    mod = HloModule(_HLO)
-    assert mod.name == "jit_f" and "fusion" in mod and mod.instructions["while.1"].trip_count == 4
-    pm = PhaseMap([_HLO], _PHASES)
-    mix, instr = pm.lookup("jit_f", "fusion")
-    assert instr.opcode == "fusion" and mix.estimated
-    # 2 * 64^3 dot flops against 64^2 tanh elements: the dot's phase gets most of the time.
-    assert mix.phases["policy"] > 0.7 and 0 < mix.phases["env_step"] < 0.3
-    assert sum(mix.phases.values()) == pytest.approx(1.0)
-    # A copy XLA inserted without metadata takes the scope of the loop it sits in.
-    assert pm.lookup("jit_f", "copy.3")[0].phases == {"rollout": 1.0}
-    # The while itself is a container: its own time goes to its own scope.
-    assert pm.lookup("jit_f", "while.1")[0].phases == {"rollout": 1.0}
-    # Ops of a module without HLO are unscoped, with the reason in the path.
-    mix, instr = pm.lookup("jit_other", "fusion")
-    assert instr is None and mix.phases == {UNSCOPED: 1.0}
-
-
 # ------------------------------------------------------------------------------------------- GPU
 @pytest.mark.gpu
 def test_gpu_nvml_utilization_beside_kernel_busy_fraction():
@@ -464,7 +313,6 @@ def test_gpu_nvml_utilization_beside_kernel_busy_fraction():
 # ------------------------------------------------------------------------- benchmarks/breakdown
 @pytest.mark.slow
 def test_breakdown_benchmark_end_to_end(tmp_path):
-    import sys
     from pathlib import Path
 
     repo = str(Path(__file__).resolve().parents[3])
