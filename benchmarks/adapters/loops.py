@@ -37,25 +37,6 @@ class Runner:
         return out
 
 
-def uniform_policy(low, high, shape) -> Callable:
-    """(key, obs[N, ...]) -> uniform actions [N, *shape] in [low, high]: one draw per batch.
-
-    Both loops of a pair take this same function, so they sample actions alike."""
-    low, high = np.asarray(low, np.float32), np.asarray(high, np.float32)
-
-    def policy(key, obs):
-        return jax.random.uniform(key, (obs.shape[0], *shape), minval=low, maxval=high)
-
-    return policy
-
-
-def discrete_policy(n: int) -> Callable:
-    def policy(key, obs):
-        return jax.random.randint(key, (obs.shape[0],), 0, n)
-
-    return policy
-
-
 # ---------------------------------------------------------------------------------------- jaxsim
 def jaxsim_runner(env, policy, num_envs: int, steps: int) -> Runner:
     """`jaxsim.rollout(..., outputs="rewards")` chained through `final_state`: the public call,

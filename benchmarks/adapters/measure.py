@@ -54,6 +54,7 @@ from benchmarks.adapters import loops as loops
 from benchmarks.harness.arguments import int_list, name_list
 from benchmarks.harness.formatting import format_rate, format_ratio, format_table
 from benchmarks.harness.optional import Skipped
+from benchmarks.harness.policies import discrete_policy, uniform_policy
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import default_out, finish
 from benchmarks.harness.timing import time_fn, time_interleaved
@@ -112,9 +113,9 @@ def measure_pair(family, env_id, own, limit, num_envs, steps, args) -> list[dict
     limit = int(env.default_params.max_episode_steps)
     space = env.action_space(env.default_params)
     if hasattr(space, "n"):
-        policy = loops.discrete_policy(space.n)
+        policy = discrete_policy(space.n)
     else:
-        policy = loops.uniform_policy(space.low, space.high, space.shape)
+        policy = uniform_policy(space.low, space.high, space.shape)
     own_runner = own(policy, num_envs, steps, limit)  # first: a missing library stops here
     runners = {"jaxsim": loops.jaxsim_runner(env, policy, num_envs, steps), family: own_runner}
     timings = time_interleaved(runners, repeats=args.repeats, min_time=args.min_time)

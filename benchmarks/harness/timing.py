@@ -13,6 +13,8 @@ from typing import Any
 
 import jax
 
+from benchmarks.harness.paths import REPO_ROOT
+
 
 class CompileWatcher:
     """Counts XLA compilations and the wall time spent tracing, lowering and compiling.
@@ -225,8 +227,6 @@ def time_process(cmd: list[str]) -> dict[str, Any]:
     """Runs `cmd` as a whole process from the repository (this checkout's packages first), as a
     user runs a command: its wall time, start to exit, and the 1-minute load average before and
     after. A failed process raises with the end of its stderr."""
-    from benchmarks.harness.paths import REPO_ROOT
-
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     load_before = os.getloadavg()[0]
     t0 = time.perf_counter()

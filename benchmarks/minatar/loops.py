@@ -19,6 +19,7 @@ import numpy as np
 
 import jaxsim
 from benchmarks.harness.optional import require
+from benchmarks.harness.policies import discrete_policy
 from jaxsim.envs.adapters import strong_types
 
 # Game -> (jaxsim's native id, gymnax's id, the original's Gymnasium id, channels).
@@ -35,16 +36,6 @@ GAMES = {
     "Seaquest": ("MinAtar/Seaquest-v0", "Seaquest-MinAtar", "MinAtar/Seaquest-v0", 10),
 }
 KEPT = ("obs", "reward", "terminated", "truncated")
-
-
-def discrete_policy(n: int) -> Callable:
-    """(key, obs[N, ...]) -> uniform actions int32 [N] in [0, n): one draw per batch step, the
-    same function in every JAX loop."""
-
-    def policy(key, obs):
-        return jax.random.randint(key, (obs.shape[0],), 0, n)
-
-    return policy
 
 
 def _chained(step_call: Callable, carry) -> Callable[[], Any]:

@@ -32,7 +32,8 @@ FLOAT_TOL = 1e-5
 
 
 def _env(devices: int) -> dict:
-    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+    flags = [os.environ.get("XLA_FLAGS", ""), f"--xla_force_host_platform_device_count={devices}"]
+    env = dict(os.environ, XLA_FLAGS=" ".join(flags).strip())  # the suite's own flags kept
     env["PYTHONPATH"] = os.pathsep.join([ROOT, env.get("PYTHONPATH", "")])
     return env
 
