@@ -1,7 +1,6 @@
 """jaxsim.profile: attribution of traced device time to phases, host time, overhead correction."""
 
 import json
-import statistics
 import sys
 import time
 
@@ -39,14 +38,16 @@ def _inputs():
     return jnp.ones((256, 1024)) / 1024, jnp.ones((1024, 256)), jnp.ones((256, 512))
 
 
-def _median_time(fn, *args, n=7):
+def _fastest_time(fn, *args, n=21):
+    """The fastest of n calls: load only adds time (on a busy 2-core machine a matmul waiting for
+    XLA's second pool thread once took 4x the elementwise phase in the median of 7)."""
     jax.block_until_ready(fn(*args))
     samples = []
     for _ in range(n):
         t0 = time.perf_counter()
         jax.block_until_ready(fn(*args))
         samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
+    return min(samples)
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +95,7 @@ def test_rows_cover_the_measured_total(reports):
 def test_matmul_outweighs_elementwise_by_roughly_the_direct_ratio(reports):
     a, b, x = _inputs()
     c = jnp.float32(1.0)
-    direct = _median_time(jax.jit(lambda a, b: a @ b), a, b) / _median_time(
+    direct = _fastest_time(jax.jit(lambda a, b: a @ b), a, b) / _fastest_time(
         jax.jit(lambda x, c: jnp.sum(jnp.tanh(x) * 2.0 + c)), x, c
     )
     for r in reports[:2]:
