@@ -30,6 +30,10 @@ _PERF_ENV_VARS = (
     "MKL_NUM_THREADS",
     "OPENBLAS_NUM_THREADS",
     "CUDA_VISIBLE_DEVICES",
+    # XLA:CPU sizes its intra-op pool from it (`jaxsim.cpu_threads`): with one thread no fusion
+    # is split across cores, which halves a 4096-env CartPole rollout's time on a loaded 2-core
+    # machine (docs/upstream_xla_cpu_two_core.md).
+    "NPROC",
 )
 
 
