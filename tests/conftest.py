@@ -12,13 +12,15 @@ import jax
 import pytest
 
 # Tests compile hundreds of small programs and run each for milliseconds: on a 2-core CPU, XLA's
-# compile was ~80% of the suite's CPU time. Without LLVM's optimisations (-O0) and with XLA:CPU's
-# older loop emitters instead of its fusion emitters, a compile takes about half the CPU time and
-# a third less memory (tests/jaxsim/test_params.py: 54 -> 27 CPU-s, 976 -> 778 MB); the programs
-# compute the same values, only more slowly. Subprocesses inherit the flags. Benchmarks and users
-# compile with XLA's defaults, and tests/test_default_xla.py runs the parity checks that way.
-# JAXSIM_TEST_XLA=default runs the whole suite with XLA's defaults.
-FAST_COMPILE_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
+# compile was ~75% of the suite's CPU time. With LLVM at -O1 and XLA:CPU's loop emitters instead
+# of its newer fusion emitters, a compile takes about 60% of the CPU time and less memory
+# (tests/jaxsim/test_params.py: 54 -> 34 CPU-s, 976 -> 804 MB); the programs compute the same
+# values, more slowly. (-O0 is faster still but changes some floats in one program and not in
+# another: MountainCar's and the Swarm's single-env steps then differ from the batched ones in
+# the last bit.) Subprocesses inherit the flags. Benchmarks and users compile with XLA's
+# defaults; tests/jaxsim/test_default_xla.py runs the bit-equality checks that way, and
+# JAXSIM_TEST_XLA=default runs the whole suite that way.
+FAST_COMPILE_FLAGS = ("--xla_backend_optimization_level=1", "--xla_cpu_use_fusion_emitters=false")
 
 
 def _cpu_only_and_accepts(flags: str) -> bool:
@@ -32,10 +34,13 @@ def _cpu_only_and_accepts(flags: str) -> bool:
 
 
 def _use_fast_compile_flags() -> None:
-    current = os.environ.get("XLA_FLAGS", "")
-    if os.environ.get("JAXSIM_TEST_XLA") == "default" or FAST_COMPILE_FLAGS[0] in current:
-        return  # asked for XLA's defaults, or set already (an xdist worker inherits them)
-    flags = " ".join([current, *FAST_COMPILE_FLAGS]).strip()
+    current = os.environ.get("XLA_FLAGS", "").split()
+    if os.environ.get("JAXSIM_TEST_XLA") == "default":  # XLA's defaults, even where inherited
+        os.environ["XLA_FLAGS"] = " ".join(f for f in current if f not in FAST_COMPILE_FLAGS)
+        return
+    if FAST_COMPILE_FLAGS[0] in current:
+        return  # set already (an xdist worker inherits them)
+    flags = " ".join([*current, *FAST_COMPILE_FLAGS])
     if _cpu_only_and_accepts(flags):
         os.environ["XLA_FLAGS"] = flags
 
@@ -98,6 +103,34 @@ def _peak_rss_mb() -> float:
     return int(line.split()[1]) / 1024
 
 
+def _drop_programs() -> None:
+    jax.clear_caches()
+    # Dropped executables free their memory to malloc, not to the system: a worker carried
+    # ~0.7 GB from test_swarm into test_checks (1.5 GB peak there, 0.84 GB when run alone).
+    # Handing the free pages back starts each module near the process's base size.
+    gc.collect()
+    _malloc_trim()
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS:"))
+    return int(line.split()[1]) / 1024
+
+
+# Within a module, tests share compiled programs; a module whose programs are large (brax's
+# pipelines beside gymnax's games) still grew a worker to 2.5 GB. Past this size a test's
+# programs are dropped when it ends, at the price of recompiling what the next test shares.
+RSS_LIMIT_MB = float(os.environ.get("JAXSIM_TEST_RSS_LIMIT_MB", 1200))
+
+
+@pytest.fixture(autouse=True)
+def _bound_memory():
+    yield
+    if sys.platform == "linux" and _rss_mb() > RSS_LIMIT_MB:
+        _drop_programs()
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _drop_compiled_programs(request):
     if _PROFILE:
@@ -108,12 +141,7 @@ def _drop_compiled_programs(request):
     yield
     # Each module compiles its own programs; keeping every module's executables alive made the
     # test process reach 6-7 GB. Dropping them between modules keeps it near one module's worth.
-    jax.clear_caches()
-    # Dropped executables free their memory to malloc, not to the system: a worker carried
-    # ~0.7 GB from test_swarm into test_checks (1.5 GB peak there, 0.84 GB when run alone).
-    # Handing the free pages back starts each module near the process's base size.
-    gc.collect()
-    _malloc_trim()
+    _drop_programs()
     if _PROFILE:
         seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
         with open(_PROFILE, "a") as out:
