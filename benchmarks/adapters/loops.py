@@ -18,6 +18,7 @@ import jax
 import numpy as np
 
 import jaxsim
+from benchmarks.harness.gymnax_scan import gymnax_scan
 from benchmarks.harness.optional import require
 from jaxsim.envs.adapters import strong_types
 
@@ -102,27 +103,11 @@ def brax_runner(
 
 # ---------------------------------------------------------------------------------------- gymnax
 def gymnax_runner(name: str, policy, num_envs: int, steps: int) -> Runner:
-    """gymnax's own loop: jit(scan(vmap(env.step))) with a key per environment per step; its
-    `step` resets inside every step (it computes `reset_env` and selects)."""
-    gymnax = require("gymnax")
-    env, params = gymnax.make(name)
-    keys = jax.random.split(jax.random.key(0), num_envs)
-    obs, state = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(keys, params)
-    holder = [(obs, state)]
-
-    @jax.jit
-    def run(carry, key):
-        def body(carry, _):
-            obs, state, key = carry
-            key, k_act, k_step = jax.random.split(key, 3)
-            step_keys = jax.random.split(k_step, num_envs)
-            obs, state, reward, terminated, truncated, _ = jax.vmap(
-                env.step, in_axes=(0, 0, 0, None)
-            )(step_keys, state, policy(k_act, obs), params)
-            return (obs, state, key), (reward, terminated | truncated, truncated)
-
-        (obs, state, _), out = jax.lax.scan(body, (*carry, key), None, length=steps)
-        return (obs, state), out
+    """gymnax's own loop (`harness.gymnax_scan`), keeping (reward, done, truncated)."""
+    run, carry = gymnax_scan(
+        name, num_envs, steps, lambda obs, r, term, trunc: (r, term | trunc, trunc), policy
+    )
+    holder = [carry]
 
     def call(key):
         holder[0], out = run(holder[0], key)

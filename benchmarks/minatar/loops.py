@@ -18,6 +18,7 @@ import jax
 import numpy as np
 
 import jaxsim
+from benchmarks.harness.gymnax_scan import gymnax_scan
 from benchmarks.harness.optional import require
 from benchmarks.harness.policies import discrete_policy
 from jaxsim.envs.adapters import strong_types
@@ -103,31 +104,14 @@ def jaxsim_loop(
 
 
 def gymnax_loop(name: str, num_envs: int, steps: int, keep_obs=True) -> Callable[[], Any]:
-    """gymnax's own loop: jit(scan(vmap(env.step))) with a key per environment per step, its
-    observations kept (or, without `keep_obs`, None); its `step` computes a reset inside every
-    step and selects."""
-    gymnax = require("gymnax")
-    env, params = gymnax.make(name)
-    policy = discrete_policy(env.action_space(params).n)
-    keys = jax.random.split(jax.random.key(0), num_envs)
-    obs, state = strong_types(jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(keys, params))
+    """gymnax's own loop (`harness.gymnax_scan`), its observations kept (or, without
+    `keep_obs`, None)."""
 
-    @jax.jit
-    def step_call(carry, key):
-        def body(carry, _):
-            obs, state, key = carry
-            key, k_act, k_step = jax.random.split(key, 3)
-            step_keys = jax.random.split(k_step, num_envs)
-            obs, state, reward, terminated, truncated, _ = jax.vmap(
-                env.step, in_axes=(0, 0, 0, None)
-            )(step_keys, state, policy(k_act, obs), params)
-            kept = obs if keep_obs else None
-            return (obs, state, key), (kept, reward, terminated | truncated)
+    def kept(obs, reward, terminated, truncated):
+        return (obs if keep_obs else None, reward, terminated | truncated)
 
-        (obs, state, _), out = jax.lax.scan(body, (*carry, key), None, length=steps)
-        return (obs, state), out
-
-    return _chained(step_call, (obs, state))
+    run, carry = gymnax_scan(name, num_envs, steps, kept)
+    return _chained(run, carry)
 
 
 def original_loop(gym_id: str, num_envs: int, steps: int) -> Callable[[], Any]:
