@@ -28,14 +28,17 @@ CPU_COMPILER_OPTIONS = {
     "xla_llvm_disable_expensive_passes": True,
 }
 
-# Per program, what its compile may trade (CartPole PPO preset, process CPU seconds, jax 0.10.2):
-# XLA's older elemental emitters compile the evaluation in 0.5 s instead of 0.9 and it runs as
-# fast (its rollout is one fused kernel's loop), but the update loop ~20% slower, so "run" keeps
-# the default emitters; "init" runs once, so -O0 as well (0.3 s instead of 1.3).
+# Per program, what its compile may trade (process CPU seconds, jax 0.10.2, 2-core VM). XLA's
+# older elemental emitters compile ~40% faster, but an elementwise fusion that XLA runs in place
+# (its output in its input's buffer) fails LLVM's runtime alias check and runs its scalar loop: a
+# tanh layer ~8x slower. So "run" keeps the default emitters (CartPole PPO loop: 1.9 s instead of
+# 3.1-3.5 to compile, but 1.85x slower), and so does "evaluate" (0.7-0.8 s instead of 0.9, but a
+# call 3.1x slower for CartPole PPO, 4x for Pendulum PPO, 1.15x for DQN, same returns). "init" runs
+# once: -O0 as well (0.3 s instead of 1.3). agents/README.md ("Results") has the measurements.
 _QUICK_EMITTERS = {"xla_cpu_use_fusion_emitters": False}
 CPU_PROGRAM_OPTIONS = {
     "run": {},
-    "evaluate": _QUICK_EMITTERS,
+    "evaluate": {},
     "init": {**_QUICK_EMITTERS, "xla_backend_optimization_level": 0},
 }
 
