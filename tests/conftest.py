@@ -97,9 +97,10 @@ def _cpu_seconds() -> float:
     return times.user + times.system + times.children_user + times.children_system
 
 
-def _peak_rss_mb() -> float:
+def _status_mb(field: str) -> float:
+    """A size from /proc/self/status (Linux): VmRSS (resident now), VmHWM (its peak)."""
     with open("/proc/self/status") as status:
-        line = next(line for line in status if line.startswith("VmHWM:"))
+        line = next(line for line in status if line.startswith(f"{field}:"))
     return int(line.split()[1]) / 1024
 
 
@@ -112,27 +113,25 @@ def _drop_programs() -> None:
     _malloc_trim()
 
 
-def _rss_mb() -> float:
-    with open("/proc/self/status") as status:
-        line = next(line for line in status if line.startswith("VmRSS:"))
-    return int(line.split()[1]) / 1024
-
-
 # Within a module, tests share compiled programs; a module whose programs are large (brax's
-# pipelines beside gymnax's games) still grew a worker to 2.5 GB. Past this size a test's
-# programs are dropped when it ends, at the price of recompiling what the next test shares.
-RSS_LIMIT_MB = float(os.environ.get("JAXSIM_TEST_RSS_LIMIT_MB", 1200))
+# pipelines beside gymnax's games) grew a worker by 1.9 GB (to 2.2 GB; 1.6 GB with this limit). Once a module has grown the
+# worker by this much, a test's programs are dropped when it ends, at the price of recompiling
+# what the next test shares.
+GROWTH_LIMIT_MB = float(os.environ.get("JAXSIM_TEST_GROWTH_LIMIT_MB", 1000))
+_module_start_mb = [0.0]
 
 
 @pytest.fixture(autouse=True)
 def _bound_memory():
     yield
-    if sys.platform == "linux" and _rss_mb() > RSS_LIMIT_MB:
+    if sys.platform == "linux" and _status_mb("VmRSS") > _module_start_mb[0] + GROWTH_LIMIT_MB:
         _drop_programs()
 
 
 @pytest.fixture(autouse=True, scope="module")
 def _drop_compiled_programs(request):
+    if sys.platform == "linux":
+        _module_start_mb[0] = _status_mb("VmRSS")
     if _PROFILE:
         with open("/proc/self/clear_refs", "w") as refs:
             refs.write("5")  # resets VmHWM to the current resident size
@@ -146,7 +145,7 @@ def _drop_compiled_programs(request):
         seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
         with open(_PROFILE, "a") as out:
             out.write(
-                f"{request.module.__name__}\t{seconds:.1f}\t{cpu:.1f}\t{_peak_rss_mb():.0f}\t"
+                f"{request.module.__name__}\t{seconds:.1f}\t{cpu:.1f}\t{_status_mb('VmHWM'):.0f}\t"
                 f"{_compiles[0]}\t{_compiles[1]:.1f}\t{os.getpid()}\n"
             )
 
