@@ -24,9 +24,9 @@ import numpy as np
 
 import jaxsim
 from agents.agent import compiler_options
-from agents.loop import run_chunks
 from agents.ppo import PPO, PPOConfig
 from benchmarks.harness.timing import CompileWatcher
+from benchmarks.harness.training import train_to_target
 
 TARGETS = {"inverted_pendulum": 1000.0}  # evaluation return the time-to-score runs stop at
 # brax's published PPO settings (as in peer_brax.PUBLISHED), the ones that shape the loop.
@@ -162,39 +162,23 @@ def jaxsim_solve(env: str, seed: int = 0, **overrides) -> dict[str, Any]:
     and includes the compile (reported apart), as brax's `training/walltime` does."""
     config = equal_config(env, **overrides)
     target = TARGETS[env]
-    curve: list[dict[str, Any]] = []
-    checks = {"wall_s": 0.0}
-    t_start = time.perf_counter()
 
-    def on_chunk(report) -> None:
-        checks["wall_s"] += report.eval_s
-        now = time.perf_counter()
-        curve.append(
-            {
-                "step": report.done * config.steps_per_update,
-                "eval_return": float(report.eval_returns[0]),
-                "confirm_return": None
-                if report.confirm_returns is None
-                else float(report.confirm_returns[0]),
-                "train_wall_s": now - t_start - checks["wall_s"],
-                "wall_s": now - t_start,
-                "load": os.getloadavg()[0],
-            }
-        )
+    def point(report, step) -> dict[str, Any]:
+        confirm = report.confirm_returns
+        return {
+            "eval_return": float(report.eval_returns[0]),
+            "confirm_return": None if confirm is None else float(confirm[0]),
+        }
 
-    with CompileWatcher() as watch:
-        agent = PPO(config, jaxsim.make(f"brax/{env}"))
-        runner = agent.jit_init()(jax.random.split(jax.random.key(seed), 1))
-        _, solved = run_chunks(
-            agent,
-            runner,
-            config.num_updates,
-            chunk=1,
-            seed=seed,
-            target=target,
-            on_chunk=on_chunk,
-        )
-    end = curve[-1]
+    run = train_to_target(
+        lambda: PPO(config, jaxsim.make(f"brax/{env}")),
+        jax.random.split(jax.random.key(seed), 1),
+        target,
+        chunk=1,
+        seed=seed,
+        point=point,
+    )
+    solved, end = run.solved, run.end
     return {
         "config": config.to_dict(),
         "seed": seed,
@@ -203,9 +187,9 @@ def jaxsim_solve(env: str, seed: int = 0, **overrides) -> dict[str, Any]:
         "steps_to_target": None if solved[0] is None else solved[0] * config.steps_per_update,
         "train_wall_s_to_target": end["train_wall_s"] if solved[0] is not None else None,
         "train_wall_s": end["train_wall_s"],
-        "compile_s": watch.seconds or 0.0,
-        "check_wall_s": checks["wall_s"],
-        "curve": curve,
+        "compile_s": run.compile_s,
+        "check_wall_s": run.check_wall_s,
+        "curve": run.curve,
     }
 
 

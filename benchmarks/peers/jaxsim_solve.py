@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import os
-import re
-import time
 from typing import Any
 
 import jax
 
 import jaxsim
 from agents.algorithms import agent_type
-from agents.loop import run_chunks
 from agents.presets import config_for, target_for
-from benchmarks.harness.timing import CompileWatcher
+from benchmarks.harness.training import train_to_target
 from jaxsim import compile_cache
 
 
@@ -34,38 +31,21 @@ def solve_preset(
     cache = "warm" if os.listdir(compile_cache.enable(cache_dir)) else "cold"
     config = config_for(env_id, algorithm, **({"total_steps": total_steps} if total_steps else {}))
     target = target_for(env_id, algorithm) or target
-    curve: list[dict[str, Any]] = []
-    checks = {"wall_s": 0.0}
-    t_start = time.perf_counter()
 
-    def on_chunk(report) -> None:
-        checks["wall_s"] += report.eval_s
-        now = time.perf_counter()
-        curve.append(
-            {
-                "step": report.done * config.steps_per_update,
-                "eval_return": report.eval_returns.tolist(),
-                "solved": sum(u is not None for u in report.solved_update),
-                "train_wall_s": now - t_start - checks["wall_s"],
-                "wall_s": now - t_start,
-                "load": os.getloadavg()[0],
-            }
-        )
+    def point(report, step) -> dict[str, Any]:
+        return {
+            "eval_return": report.eval_returns.tolist(),
+            "solved": sum(u is not None for u in report.solved_update),
+        }
 
-    with CompileWatcher() as watch:
-        agent = agent_type(algorithm)(config, jaxsim.make(env_id))
-        runner = agent.jit_init()(jax.random.split(jax.random.key(0), seeds))
-        _, solved = run_chunks(
-            agent,
-            runner,
-            config.num_updates,
-            chunk=config.log_every,
-            target=target,
-            on_chunk=on_chunk,
-        )
-    end = curve[-1]
-    # The training loop's compile (the jitted `run`), the part of `compile_s` inside train time.
-    loop = sum(v for k, v in watch.by_function.items() if re.search(r"\brun\b", k))
+    run = train_to_target(
+        lambda: agent_type(algorithm)(config, jaxsim.make(env_id)),
+        jax.random.split(jax.random.key(0), seeds),
+        target,
+        chunk=config.log_every,
+        point=point,
+    )
+    solved, end, loop = run.solved, run.end, run.loop_compile_s
     solved_all = all(u is not None for u in solved)
     return {
         "preset": f"agents.presets {algorithm} {env_id}",
@@ -78,9 +58,9 @@ def solve_preset(
         "per_seed_steps_to_target": [u and u * config.steps_per_update for u in solved],
         "train_wall_s": end["train_wall_s"],
         "train_wall_s_per_seed": end["train_wall_s"] / seeds,
-        "compile_s": watch.seconds or 0.0,
+        "compile_s": run.compile_s,
         "loop_compile_s": loop,
         "train_wall_s_per_seed_without_compile": (end["train_wall_s"] - loop) / seeds,
-        "check_wall_s": checks["wall_s"],
-        "curve": curve,
+        "check_wall_s": run.check_wall_s,
+        "curve": run.curve,
     }

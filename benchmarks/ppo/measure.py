@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +33,6 @@ import jax
 
 import jaxsim
 from agents import logs
-from agents.loop import run_chunks
 from agents.ppo import PPO
 from agents.presets import config_for, target_for
 from benchmarks.harness.arguments import split_list
@@ -44,7 +41,7 @@ from benchmarks.harness.paths import RUNS_DIR
 from benchmarks.harness.provenance import machine_tag, provenance
 from benchmarks.harness.record import append_jsonl, finish
 from benchmarks.harness.solved import Confirmations
-from benchmarks.harness.timing import CompileWatcher
+from benchmarks.harness.training import train_to_target
 from benchmarks.ppo.gpu import gpu_training_sps
 from benchmarks.ppo.process import whole_process
 from benchmarks.ppo_sb3 import SB3_CARTPOLE, TARGETS, sb3_baseline
@@ -60,50 +57,31 @@ def learn_jaxsim(env_id: str, seeds: int, cache_dir: str, total_steps: int | Non
     cache = "warm" if os.listdir(compile_cache.enable(cache_dir)) else "cold"
     config = config_for(env_id, **({"total_steps": total_steps} if total_steps else {}))
     target = target_for(env_id)
-    key = jax.random.key(0)
-    curve: list[dict] = []
-    t_start, cpu_start = time.perf_counter(), time.process_time()
-    checks = {"wall_s": 0.0, "cpu_s": 0.0}
     confirmations = Confirmations(seeds)
 
-    def on_chunk(report) -> None:
-        now, cpu = time.perf_counter(), time.process_time()
-        checks["wall_s"] += report.eval_s  # the stop check and its confirmation
-        checks["cpu_s"] += report.eval_cpu_s
-        returns, confirm = report.eval_returns, report.confirm_returns
-        step = report.done * config.steps_per_update
+    def point(report, step) -> dict:
         confirmations.observe(report, step)
-        curve.append(
-            {
-                "step": step,
-                "mean_return": float(returns.mean()),
-                "std_return": float(returns.std()),
-                "per_seed": returns.tolist(),
-                "confirm_per_seed": None if confirm is None else confirm.tolist(),
-                "solved": sum(u is not None for u in report.solved_update),
-                "wall_s": now - t_start,
-                "train_wall_s": now - t_start - checks["wall_s"],
-                "train_cpu_s": cpu - cpu_start - checks["cpu_s"],
-                "compile_s": watch.seconds or 0.0,
-            }
-        )
+        returns, confirm = report.eval_returns, report.confirm_returns
+        return {
+            "mean_return": float(returns.mean()),
+            "std_return": float(returns.std()),
+            "per_seed": returns.tolist(),
+            "confirm_per_seed": None if confirm is None else confirm.tolist(),
+            "solved": sum(u is not None for u in report.solved_update),
+        }
 
-    with CompileWatcher() as watch:
-        agent = PPO(config, jaxsim.make(env_id))
-        runner = agent.jit_init()(jax.random.split(key, seeds))
-        runner, solved = run_chunks(
-            agent,
-            runner,
-            config.num_updates,
-            chunk=config.log_every,
-            target=target,
-            on_chunk=on_chunk,
-        )
+    run = train_to_target(
+        lambda: PPO(config, jaxsim.make(env_id)),
+        jax.random.split(jax.random.key(0), seeds),
+        target,
+        chunk=config.log_every,
+        point=point,
+    )
+    curve, solved = run.curve, run.solved
     done = curve[-1]
     steps = [None if u is None else u * config.steps_per_update for u in solved]
     reached = [next(p for p in curve if p["step"] >= s) if s else None for s in steps]
     all_solved = all(s is not None for s in steps)
-    loop_compile = sum(v for k, v in watch.by_function.items() if re.search(r"\brun\b", k))
     return {
         "config": config.to_dict(),
         "loadavg_1min_after": os.getloadavg()[0],
@@ -124,12 +102,12 @@ def learn_jaxsim(env_id: str, seeds: int, cache_dir: str, total_steps: int | Non
         "per_seed_train_wall_s_to_target": done["train_wall_s"] / seeds if all_solved else None,
         "per_seed_wall_s_to_target": done["wall_s"] / seeds if all_solved else None,
         "seed_train_wall_s_at_solve": [p and p["train_wall_s"] for p in reached],
-        "compile_s_in_train_wall": watch.seconds or 0.0,
-        "compile_s_by_function": watch.by_function,
-        "compile_s_training_loop": loop_compile,
-        "xla_compiles": watch.compiles,
+        "compile_s_in_train_wall": run.compile_s,
+        "compile_s_by_function": run.watch.by_function,
+        "compile_s_training_loop": run.loop_compile_s,
+        "xla_compiles": run.watch.compiles,
         # The stop checks and the independent evaluations that confirmed them, compiles included.
-        "stop_check_wall_s": checks["wall_s"],
+        "stop_check_wall_s": run.check_wall_s,
         "final_mean_return": done["mean_return"],
         "final_std_return": done["std_return"],
         "total_steps_per_seed": max(u or 0 for u in solved) * config.steps_per_update
