@@ -152,8 +152,13 @@ _ZOO_FIELDS = {
             "buffer_size": "buffer_size", "learning_starts": "learning_starts",
             "gamma": "gamma", "exploration_fraction": "exploration_fraction",
             "exploration_final_eps": "end_e", "n_timesteps": "total_steps"},
-    "sac": {"learning_rate": "learning_rate", "n_timesteps": "total_steps"},
+    "sac": {"learning_rate": "learning_rate", "n_timesteps": "total_steps",
+            "learning_starts": "learning_starts", "batch_size": "batch_size", "tau": "tau",
+            "gamma": "gamma"},
 }  # fmt: skip
+# SB3's own defaults where rl-zoo's entry leaves a field out (SB3 2.x SAC.__init__): compared
+# too, since SB3 runs with them (jaxsim's SAC had learning_starts 256 and lagged by it).
+_SB3_DEFAULTS = {"sac": dict(learning_starts=100, batch_size=256, tau=0.005, gamma=0.99)}
 
 
 def rl_zoo_differences(algorithm: str, env_id: str, config) -> dict[str, list] | None:
@@ -162,6 +167,7 @@ def rl_zoo_differences(algorithm: str, env_id: str, config) -> dict[str, list] |
     zoo = RL_ZOO.get((algorithm, env_id))
     if zoo is None:
         return None
+    zoo = {**_SB3_DEFAULTS.get(algorithm, {}), **zoo}
     found = {
         k: [zoo[k], getattr(config, f)]
         for k, f in _ZOO_FIELDS[algorithm].items()
