@@ -11,9 +11,11 @@ means solved (`agents.loop.confirmed`): a deterministic stop check (the mean of 
 episodes` episodes, per seed, every `--eval-every` env steps) reaches the return and an
 independent deterministic evaluation (>= `agents.loop.MIN_EPISODES` episodes, keys or env seeds
 apart from the check's) confirms it; a check it does not confirm is recorded and training goes
-on. jaxsim: the `agents.train` preset (agents/presets.py), every seed at once with the train
-command's loop (`agents.loop.run_chunks`), stopping when every seed is solved; its time per seed
-is the run's time divided by the seeds, compile included and reported apart. SB3: rl-
+on. jaxsim: the `agents.train` preset (agents/presets.py) with the train command's loop
+(`agents.loop.run_chunks`), every seed at once (DQN) or one seed at a time through one compiled
+single-seed program, each until it is solved (SAC: `ONE_SEED_AT_A_TIME`), stopping when every
+seed is solved; its time per seed is the run's time divided by the seeds, compile included and
+reported apart. SB3: rl-
 baselines3-zoo's settings and budget (`benchmarks.offpolicy_sb3.RL_ZOO`) on Gymnasium's
 environments, one seed after another in this process, torch on `--sb3-torch-threads` threads. A
 side that does not reach the return within its budget is said to, with its best evaluation; its
@@ -61,6 +63,11 @@ EVAL_EVERY = {"dqn": 2000, "sac": 1000}  # env steps between evaluations, both s
 # jaxsim at least this many times shorter per seed: issue 22's DQN CartPole >= 3x, SAC Pendulum
 # >= 2x (issue 13 asked 3x of both).
 SPEEDUP_TARGET = {"dqn": 3.0, "sac": 2.0}
+# Cases whose seeds train one at a time through one single-seed program (`run_chunks`'s
+# one_seed_at_a_time): SAC Pendulum's 3 vmapped seeds cost ~3x one on the 2-core CPU, so
+# vmapping them made every seed pay for the slowest one (frozen seeds still computed), while
+# SB3's seeds each stop at their own solve. DQN keeps the vmapped run its record was made with.
+ONE_SEED_AT_A_TIME = {"dqn": False, "sac": True}
 
 
 def learn_jaxsim(
@@ -109,11 +116,12 @@ def learn_jaxsim(
         agent = agent_type(algorithm)(config, jaxsim.make(env_id))
         # As the train command does: init and the loop compile side by side (the evaluation's
         # compile stays in the first stop check, which the training time leaves out).
-        agent.precompile(seeds, (min(chunk, config.num_updates),))
+        apart = ONE_SEED_AT_A_TIME[algorithm]
+        agent.precompile(seeds, (min(chunk, config.num_updates),), run_seeds=1 if apart else None)
         runner = agent.jit_init()(jax.random.split(jax.random.key(seed), seeds))
         runner, solved = run_chunks(
             agent, runner, config.num_updates, chunk=chunk, seed=seed, target=target,
-            on_chunk=on_chunk,
+            on_chunk=on_chunk, one_seed_at_a_time=apart,
         )  # fmt: skip
     steps = [None if u is None else u * config.steps_per_update for u in solved]
     at_solve = [next(p for p in curve if p["step"] >= s) if s else None for s in steps]
@@ -121,6 +129,7 @@ def learn_jaxsim(
     return {
         "config": config.to_dict(),
         "preset": f"agents.presets {algorithm} {env_id}",
+        "one_seed_at_a_time": apart,
         "seeds": seeds,
         "reached": all(s is not None for s in steps),
         "seeds_reached": sum(s is not None for s in steps),
