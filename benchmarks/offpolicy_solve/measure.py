@@ -126,6 +126,11 @@ def learn_jaxsim(
     steps = [None if u is None else u * config.steps_per_update for u in solved]
     at_solve = [next(p for p in curve if p["step"] >= s) if s else None for s in steps]
     end = curve[-1]
+    # Env steps the run computed: every seed to the end when vmapped (frozen seeds too), each
+    # seed to its own solve when one at a time.
+    run_steps = (
+        sum(min(s or end["step"], end["step"]) for s in steps) if apart else end["step"] * seeds
+    )
     return {
         "config": config.to_dict(),
         "preset": f"agents.presets {algorithm} {env_id}",
@@ -146,8 +151,9 @@ def learn_jaxsim(
         "compile_s_per_seed": end["compile_s"] / seeds,
         "steps_done_per_seed": end["step"],
         "budget_steps_per_seed": config.num_updates * config.steps_per_update,
-        "sps_whole_loop": end["step"] * seeds / end["train_wall_s"],
-        "sps_excluding_compile": end["step"] * seeds / (end["train_wall_s"] - end["compile_s"]),
+        "env_steps_run": run_steps,
+        "sps_whole_loop": run_steps / end["train_wall_s"],
+        "sps_excluding_compile": run_steps / (end["train_wall_s"] - end["compile_s"]),
         "preset_vs_rl_zoo": rl_zoo_differences(algorithm, env_id, config),
         # Stop checks and the independent evaluations confirming them, compiles included.
         "eval_s": checks["wall_s"],
