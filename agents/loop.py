@@ -171,8 +171,10 @@ def run_chunks(
         (`_run_seeds_apart`), skipping frozen seeds, instead of every seed vmapped at once. A
         run's cost then follows the seeds still training, not the slowest seed times all of
         them: on a CPU, vmap buys nothing here (SAC Pendulum: 3 seeds cost ~3x one), and a
-        frozen seed's vmapped updates are computed and thrown away. Same results up to float
-        rounding; not for accelerators, where the vmapped seeds run in parallel.
+        frozen seed's vmapped updates are computed and thrown away. Each update is the vmapped
+        one up to float rounding (the programs round apart by an ulp), which a long run can
+        grow into other trajectories (SAC Pendulum: seeds solved at 3k, 3k, 3k steps one at a
+        time, 5k, 3k, 6k vmapped). Not for accelerators, where vmapped seeds run in parallel.
     """
     check_value("run_chunks", "chunk", chunk, ge=1)
     if boundary:
