@@ -206,7 +206,13 @@ class Agent:
             )
         return self._jitted["evaluate"]
 
-    def precompile(self, num_seeds: int, chunks: tuple[int, ...] = (), evaluate: bool = False):
+    def precompile(
+        self,
+        num_seeds: int,
+        chunks: tuple[int, ...] = (),
+        evaluate: bool = False,
+        run_seeds: int | None = None,
+    ):
         """Compiles, at once on a thread pool, what a run of `num_seeds` seeds will call:
         `jit_init`, `jit_run(n)` for each n in `chunks`, and `jit_evaluate` if asked. XLA
         compiles without the GIL, so the programs' compiles overlap (a cold start waits for the
@@ -214,11 +220,18 @@ class Agent:
 
         Tracing holds the GIL, so programs are traced one by one, the run loop (the longest
         compile) first, and each compile starts as soon as its program is traced: the other
-        programs' tracing overlaps the loop's compile instead of delaying it."""
+        programs' tracing overlaps the loop's compile instead of delaying it. `run_seeds`: the
+        seeds each `jit_run` call takes if not `num_seeds` (1: `run_chunks(one_seed_at_a_time=
+        True)`)."""
         keys = jax.ShapeDtypeStruct((num_seeds,), jax.random.key(0).dtype)
         init = self.jit_init()
         runner = jax.eval_shape(init, keys)
-        jobs = [(self.jit_run(n), (runner,)) for n in dict.fromkeys(chunks)]
+        if run_seeds is not None:
+            run_keys = jax.ShapeDtypeStruct((run_seeds,), keys.dtype)
+            runner_in = jax.eval_shape(init, run_keys)
+        else:
+            runner_in = runner
+        jobs = [(self.jit_run(n), (runner_in,)) for n in dict.fromkeys(chunks)]
         jobs.append((init, (keys,)))
         if evaluate:
             jobs.append((self.jit_evaluate(), (runner, keys)))

@@ -115,6 +115,29 @@ def _keep_frozen(frozen: jax.Array, old, new):
     return jax.tree.map(pick, old, new)
 
 
+def _run_seeds_apart(agent: Agent, runner, n: int, frozen: np.ndarray, last):
+    """`n` updates of each unfrozen seed of the stacked `runner`, one seed per call of the
+    single-seed `jit_run(n)` (one compiled program for every seed); frozen seeds are left as
+    they are. Returns (runner, latest metrics [num_seeds]); a frozen seed's metrics are from
+    `last` (zeros if there is none, as on a resumed run)."""
+    seeds, latest = [], []
+    for s in range(len(frozen)):
+        one = jax.tree.map(lambda x: x[s : s + 1], runner)  # noqa: B023 (used at once)
+        if frozen[s]:
+            seeds.append(one)
+            latest.append(None)
+            continue
+        one, metrics = agent.jit_run(n)(one)
+        seeds.append(one)
+        latest.append(jax.tree.map(lambda x: np.asarray(x)[:, -1], metrics))
+    example = next(m for m in latest if m is not None)
+    for s in np.flatnonzero(frozen):
+        previous = jax.tree.map(np.zeros_like, example) if last is None else last
+        latest[s] = jax.tree.map(lambda x: x[s : s + 1], previous)  # noqa: B023
+    stack = functools.partial(jax.tree.map, lambda *xs: jnp.concatenate(xs))
+    return stack(*seeds), jax.tree.map(lambda *xs: np.concatenate(xs), *latest)
+
+
 def run_chunks(
     agent: Agent,
     runner,
@@ -126,6 +149,7 @@ def run_chunks(
     solved_update: list[int | None] | None = None,
     boundary: int | None = None,
     on_chunk: Callable[[ChunkReport], None] | None = None,
+    one_seed_at_a_time: bool = False,
 ):
     """Runs the stacked `runner` to `num_updates` updates in chunks; stops early once every seed
     is solved. Returns (runner, solved_update).
@@ -143,6 +167,14 @@ def run_chunks(
         not yet); from a checkpoint when resuming.
       boundary: chunks also end at multiples of this many updates (checkpoints), if given.
       on_chunk: called on the host after every chunk with a `ChunkReport`.
+      one_seed_at_a_time: run each chunk seed by seed through one single-seed program
+        (`_run_seeds_apart`), skipping frozen seeds, instead of every seed vmapped at once. A
+        run's cost then follows the seeds still training, not the slowest seed times all of
+        them: on a CPU, vmap buys nothing here (SAC Pendulum: 3 seeds cost ~3x one), and a
+        frozen seed's vmapped updates are computed and thrown away. Each update is the vmapped
+        one up to float rounding (the programs round apart by an ulp), which a long run can
+        grow into other trajectories (SAC Pendulum: seeds solved at 3k, 3k, 3k steps one at a
+        time, 5k, 3k, 6k vmapped). Not for accelerators, where vmapped seeds run in parallel.
     """
     check_value("run_chunks", "chunk", chunk, ge=1)
     if boundary:
@@ -160,9 +192,12 @@ def run_chunks(
         n = min(chunk - done % chunk, num_updates - done)
         if boundary:
             n = min(n, boundary - done % boundary)
-        new, metrics = agent.jit_run(n)(runner)
+        if one_seed_at_a_time and not frozen.all():
+            new, latest = _run_seeds_apart(agent, runner, n, frozen, last)
+        else:
+            new, metrics = agent.jit_run(n)(runner)
+            latest = jax.tree.map(lambda x: np.asarray(x)[:, -1], metrics)
         done += n
-        latest = jax.tree.map(lambda x: np.asarray(x)[:, -1], metrics)
         returns, confirm, t0, cpu0 = None, None, time.perf_counter(), time.process_time()
         if target is not None:
             keys = check_keys(seed, num_seeds, done)

@@ -61,11 +61,6 @@ class OffPolicyConfig(AgentConfig):
         return max(1, math.ceil(self.learning_starts / self.steps_per_update))
 
     @property
-    def held_when_learning_starts(self) -> int:
-        """Transitions in the buffer at the first gradient step (it follows a whole rollout)."""
-        return min(self.buffer_size, self.first_learning_update * self.steps_per_update)
-
-    @property
     def total_gradient_steps(self) -> int:
         """Gradient steps over the run: gradient_steps per update from the first learning one."""
         return max(0, self.num_updates - self.first_learning_update + 1) * self.gradient_steps
@@ -87,13 +82,9 @@ class OffPolicyConfig(AgentConfig):
                 f"buffer_size={self.buffer_size} is smaller than one rollout batch (num_envs * "
                 f"num_steps = {self.steps_per_update}): a rollout would overwrite itself"
             )
-        if self.batch_size > self.held_when_learning_starts:
-            self.fail(
-                f"batch_size={self.batch_size} is larger than the {self.held_when_learning_starts}"
-                f" transitions the buffer holds when learning starts (learning_starts="
-                f"{self.learning_starts}, rollouts of {self.steps_per_update}, buffer_size="
-                f"{self.buffer_size})"
-            )
+        # No check of batch_size against the buffer: minibatches are drawn with replacement
+        # (replay.sample), as SB3 does, so learning may start before a batch's worth is held
+        # (SB3's SAC: learning_starts 100, batch 256).
 
 
 @struct.dataclass

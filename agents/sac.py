@@ -44,8 +44,9 @@ class SACConfig(OffPolicyConfig):
     learning_starts: int = override(
         OffPolicyConfig,
         "learning_starts",
-        256,
-        "Transitions collected (uniformly random actions) before the first gradient step.",
+        100,
+        "Transitions collected (uniformly random actions) before the first gradient step (SB3's "
+        "100; minibatches are drawn with replacement, so they may outnumber the buffer).",
     )
     batch_size: int = override(OffPolicyConfig, "batch_size", 256)
     gradient_steps: int = override(OffPolicyConfig, "gradient_steps", 8)

@@ -11,9 +11,11 @@ means solved (`agents.loop.confirmed`): a deterministic stop check (the mean of 
 episodes` episodes, per seed, every `--eval-every` env steps) reaches the return and an
 independent deterministic evaluation (>= `agents.loop.MIN_EPISODES` episodes, keys or env seeds
 apart from the check's) confirms it; a check it does not confirm is recorded and training goes
-on. jaxsim: the `agents.train` preset (agents/presets.py), every seed at once with the train
-command's loop (`agents.loop.run_chunks`), stopping when every seed is solved; its time per seed
-is the run's time divided by the seeds, compile included and reported apart. SB3: rl-
+on. jaxsim: the `agents.train` preset (agents/presets.py) with the train command's loop
+(`agents.loop.run_chunks`), every seed at once (DQN) or one seed at a time through one compiled
+single-seed program, each until it is solved (SAC: `ONE_SEED_AT_A_TIME`), stopping when every
+seed is solved; its time per seed is the run's time divided by the seeds, compile included and
+reported apart. SB3: rl-
 baselines3-zoo's settings and budget (`benchmarks.offpolicy_sb3.RL_ZOO`) on Gymnasium's
 environments, one seed after another in this process, torch on `--sb3-torch-threads` threads. A
 side that does not reach the return within its budget is said to, with its best evaluation; its
@@ -61,6 +63,11 @@ EVAL_EVERY = {"dqn": 2000, "sac": 1000}  # env steps between evaluations, both s
 # jaxsim at least this many times shorter per seed: issue 22's DQN CartPole >= 3x, SAC Pendulum
 # >= 2x (issue 13 asked 3x of both).
 SPEEDUP_TARGET = {"dqn": 3.0, "sac": 2.0}
+# Cases whose seeds train one at a time through one single-seed program (`run_chunks`'s
+# one_seed_at_a_time): SAC Pendulum's 3 vmapped seeds cost ~3x one on the 2-core CPU, so
+# vmapping them made every seed pay for the slowest one (frozen seeds still computed), while
+# SB3's seeds each stop at their own solve. DQN keeps the vmapped run its record was made with.
+ONE_SEED_AT_A_TIME = {"dqn": False, "sac": True}
 
 
 def learn_jaxsim(
@@ -109,18 +116,25 @@ def learn_jaxsim(
         agent = agent_type(algorithm)(config, jaxsim.make(env_id))
         # As the train command does: init and the loop compile side by side (the evaluation's
         # compile stays in the first stop check, which the training time leaves out).
-        agent.precompile(seeds, (min(chunk, config.num_updates),))
+        apart = ONE_SEED_AT_A_TIME[algorithm]
+        agent.precompile(seeds, (min(chunk, config.num_updates),), run_seeds=1 if apart else None)
         runner = agent.jit_init()(jax.random.split(jax.random.key(seed), seeds))
         runner, solved = run_chunks(
             agent, runner, config.num_updates, chunk=chunk, seed=seed, target=target,
-            on_chunk=on_chunk,
+            on_chunk=on_chunk, one_seed_at_a_time=apart,
         )  # fmt: skip
     steps = [None if u is None else u * config.steps_per_update for u in solved]
     at_solve = [next(p for p in curve if p["step"] >= s) if s else None for s in steps]
     end = curve[-1]
+    # Env steps the run computed: every seed to the end when vmapped (frozen seeds too), each
+    # seed to its own solve when one at a time.
+    run_steps = (
+        sum(min(s or end["step"], end["step"]) for s in steps) if apart else end["step"] * seeds
+    )
     return {
         "config": config.to_dict(),
         "preset": f"agents.presets {algorithm} {env_id}",
+        "one_seed_at_a_time": apart,
         "seeds": seeds,
         "reached": all(s is not None for s in steps),
         "seeds_reached": sum(s is not None for s in steps),
@@ -137,8 +151,9 @@ def learn_jaxsim(
         "compile_s_per_seed": end["compile_s"] / seeds,
         "steps_done_per_seed": end["step"],
         "budget_steps_per_seed": config.num_updates * config.steps_per_update,
-        "sps_whole_loop": end["step"] * seeds / end["train_wall_s"],
-        "sps_excluding_compile": end["step"] * seeds / (end["train_wall_s"] - end["compile_s"]),
+        "env_steps_run": run_steps,
+        "sps_whole_loop": run_steps / end["train_wall_s"],
+        "sps_excluding_compile": run_steps / (end["train_wall_s"] - end["compile_s"]),
         "preset_vs_rl_zoo": rl_zoo_differences(algorithm, env_id, config),
         # Stop checks and the independent evaluations confirming them, compiles included.
         "eval_s": checks["wall_s"],
@@ -152,8 +167,13 @@ _ZOO_FIELDS = {
             "buffer_size": "buffer_size", "learning_starts": "learning_starts",
             "gamma": "gamma", "exploration_fraction": "exploration_fraction",
             "exploration_final_eps": "end_e", "n_timesteps": "total_steps"},
-    "sac": {"learning_rate": "learning_rate", "n_timesteps": "total_steps"},
+    "sac": {"learning_rate": "learning_rate", "n_timesteps": "total_steps",
+            "learning_starts": "learning_starts", "batch_size": "batch_size", "tau": "tau",
+            "gamma": "gamma"},
 }  # fmt: skip
+# SB3's own defaults where rl-zoo's entry leaves a field out (SB3 2.x SAC.__init__): compared
+# too, since SB3 runs with them (jaxsim's SAC had learning_starts 256 and lagged by it).
+_SB3_DEFAULTS = {"sac": dict(learning_starts=100, batch_size=256, tau=0.005, gamma=0.99)}
 
 
 def rl_zoo_differences(algorithm: str, env_id: str, config) -> dict[str, list] | None:
@@ -162,6 +182,7 @@ def rl_zoo_differences(algorithm: str, env_id: str, config) -> dict[str, list] |
     zoo = RL_ZOO.get((algorithm, env_id))
     if zoo is None:
         return None
+    zoo = {**_SB3_DEFAULTS.get(algorithm, {}), **zoo}
     found = {
         k: [zoo[k], getattr(config, f)]
         for k, f in _ZOO_FIELDS[algorithm].items()

@@ -167,6 +167,43 @@ def test_a_solved_seed_is_frozen_where_it_reached_the_target(stopped):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+def test_seeds_one_at_a_time_skip_frozen_seeds_and_match_the_vmapped_run():
+    config = dataclasses.replace(CONFIG, learning_rate=1e-4)  # slow enough to solve apart
+    runner = jax.jit(jax.vmap(PPO(config, SignBandit()).init))(
+        jax.random.split(jax.random.key(0), 3)
+    )
+    runs = {}
+    for apart in (False, True):
+        agent, calls, reports = PPO(config, SignBandit()), [], []
+        run = agent.jit_run
+
+        def counting(n, run=run, calls=calls):
+            def call(r):
+                calls.append(int(np.shape(r.update)[0]))  # seeds in this call
+                return run(n)(r)
+
+            return call
+
+        agent.jit_run = counting
+        final, solved = run_chunks(
+            agent, runner, config.num_updates, chunk=1, target=0.9, on_chunk=reports.append,
+            one_seed_at_a_time=apart,
+        )  # fmt: skip
+        runs[apart] = final, solved, calls, reports
+    (final, solved, calls, reports), (got, got_solved, got_calls, seen) = runs[False], runs[True]
+    assert got_solved == solved and len(set(solved)) > 1, solved  # seeds solved apart
+    assert set(calls) == {3} and len(calls) == max(solved)  # vmapped: every seed, every chunk
+    # One at a time: one single-seed program, each seed run only until it was solved.
+    assert set(got_calls) == {1} and len(got_calls) == sum(solved) < 3 * max(solved)
+    np.testing.assert_array_equal(np.asarray(got.update), solved)
+    for a, b in zip(jax.tree.leaves(got.params), jax.tree.leaves(final.params), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)  # vmapped vs single: an ulp
+    for mine, theirs in zip(seen, reports, strict=True):  # frozen seeds show their last rows
+        assert mine.solved_update == theirs.solved_update
+        np.testing.assert_allclose(mine.metrics.mean_return, theirs.metrics.mean_return, 1e-5)
+        np.testing.assert_allclose(mine.eval_returns, theirs.eval_returns, 1e-5)
+
+
 def test_progress_rows_come_from_chunk_metrics_without_a_host_callback(stopped):
     agent, runner, _, _, reports = stopped
     text = agent.jit_run(3).lower(runner).as_text()

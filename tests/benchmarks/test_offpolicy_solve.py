@@ -296,6 +296,19 @@ def test_the_dqn_preset_has_rl_zoos_numbers_so_the_speed_ratio_compares_systems(
     assert split["system_speed_ratio"] == 6.0 and split["steps_ratio"] == 1.0
 
 
+def test_the_sac_preset_has_rl_zoos_and_sb3s_numbers():
+    from agents.presets import config_for
+
+    # SB3's SAC starts learning after 100 transitions with minibatches of 256 drawn with
+    # replacement; the preset does the same (it had 256 and lagged SB3 by those steps).
+    config = config_for("Pendulum-v1", "sac")
+    assert offpolicy_solve.rl_zoo_differences("sac", "Pendulum-v1", config) == {}
+    other = config_for("Pendulum-v1", "sac", learning_starts=256)
+    assert offpolicy_solve.rl_zoo_differences("sac", "Pendulum-v1", other) == {
+        "learning_starts": [100, 256]
+    }
+
+
 def test_training_compile_counts_side_by_side_compiles_once():
     from benchmarks.harness.timing import CompileWatcher
 
