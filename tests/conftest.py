@@ -114,9 +114,9 @@ def _drop_programs() -> None:
 
 
 # Within a module, tests share compiled programs; a module whose programs are large (brax's
-# pipelines beside gymnax's games) grew a worker by 1.9 GB (to 2.2 GB; 1.6 GB with this limit). Once a module has grown the
-# worker by this much, a test's programs are dropped when it ends, at the price of recompiling
-# what the next test shares.
+# pipelines beside gymnax's games) grew a worker by 1.9 GB, to 2.2 GB (1.6 GB with this limit).
+# Once a module has grown the worker by this much, a test's programs are dropped when it ends,
+# at the price of recompiling what the next test shares.
 GROWTH_LIMIT_MB = float(os.environ.get("JAXSIM_TEST_GROWTH_LIMIT_MB", 1000))
 _module_start_mb = [0.0]
 
