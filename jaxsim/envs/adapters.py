@@ -13,6 +13,7 @@ never before (`jaxsim.envs.ADAPTERS` names the modules).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 from typing import Any, ClassVar
 
@@ -173,17 +174,26 @@ class StateStepEnv(AdapterEnv):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self._inner_env = self._build(tuple(sorted(config_dict(self.config).items())))
-        if not isinstance(self._inner_env.observation_size, int):
+        config = tuple(sorted(config_dict(self.config).items()))
+        self._inner_env, self._observation_space, self._action_space = self._inner(config)
+
+    @classmethod
+    @functools.cache
+    def _inner(cls, config: tuple):
+        """The library's environment for `config` and its (observation, action) spaces, read
+        once per config, outside any trace: brax's `observation_size` runs a reset eagerly
+        (inverted_pendulum: ~5 CPU-s of small compiles, again after `jax.clear_caches()`), and
+        the libraries keep the control range as an array."""
+        inner = cls._build(config)
+        observation_size = inner.observation_size
+        if not isinstance(observation_size, int):
             raise ValueError(
-                f"{self.id}: observations are {self._inner_env.observation_size}; the adapter "
-                "serves environments whose observation is one array"
+                f"{cls.id}: observations are {observation_size}; the adapter serves "
+                "environments whose observation is one array"
             )
-        # Read once, outside any trace: the libraries keep the control range as an array.
-        ctrl_range = np.asarray(self._ctrl_range(self._inner_env), np.float32)
-        size = (self._inner_env.action_size,)
-        self._action_space = box(ctrl_range[:, 0], ctrl_range[:, 1], size)
-        self._observation_space = box(-np.inf, np.inf, (self._inner_env.observation_size,))
+        ctrl_range = np.asarray(cls._ctrl_range(inner), np.float32)
+        action_space = box(ctrl_range[:, 0], ctrl_range[:, 1], (inner.action_size,))
+        return inner, box(-np.inf, np.inf, (observation_size,)), action_space
 
     @classmethod
     def _build(cls, config: tuple):
