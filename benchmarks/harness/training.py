@@ -42,13 +42,18 @@ def train_to_target(
     chunk: int,
     seed: int = 0,
     point: Callable[[ChunkReport, int], dict[str, Any]] | None = None,
+    precompile: bool = False,
+    one_seed_at_a_time: bool = False,
+    compile_s: Callable[[CompileWatcher], float] = lambda watch: watch.seconds or 0.0,
 ) -> TimedRun:
     """Builds the agent (nothing compiled in memory), initialises a runner per key and trains
-    every seed to `target` in chunks of `chunk` updates.
+    every seed to `target` in chunks of `chunk` updates (`run_chunks`' `one_seed_at_a_time`
+    passed on). With `precompile`, init and the loop compile side by side first, as the train
+    command does (the evaluation's compile stays in the first stop check).
 
     Each curve point: `step` (env steps per seed), `point(report, step)`'s fields, `wall_s`
     (since the start), `train_wall_s` and `train_cpu_s` (the checks taken out, compiles left
-    in), `compile_s` so far and the 1-minute `load`.
+    in), `compile_s(watch)` so far (default: every compile) and the 1-minute `load`.
     """
     curve: list[dict[str, Any]] = []
     checks = {"wall_s": 0.0, "cpu_s": 0.0}
@@ -70,11 +75,14 @@ def train_to_target(
                     "wall_s": now - t_start,
                     "train_wall_s": now - t_start - checks["wall_s"],
                     "train_cpu_s": cpu - cpu_start - checks["cpu_s"],
-                    "compile_s": watch.seconds or 0.0,
+                    "compile_s": compile_s(watch),
                     "load": os.getloadavg()[0],
                 }
             )
 
+        if precompile:
+            loop_chunk = (min(chunk, agent.config.num_updates),)
+            agent.precompile(len(keys), loop_chunk, run_seeds=1 if one_seed_at_a_time else None)
         runner = agent.jit_init()(keys)
         runner, solved = run_chunks(
             agent,
@@ -84,6 +92,7 @@ def train_to_target(
             seed=seed,
             target=target,
             on_chunk=on_chunk,
+            one_seed_at_a_time=one_seed_at_a_time,
         )
     loop = sum(v for k, v in watch.by_function.items() if re.search(r"\brun\b", k))
     return TimedRun(runner, solved, curve, watch, loop, checks["wall_s"], checks["cpu_s"])

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,6 @@ import jax
 
 import jaxsim
 from agents.algorithms import agent_type
-from agents.loop import run_chunks
 from agents.presets import config_for
 from benchmarks.harness.arguments import split_list, unknown_names
 from benchmarks.harness.formatting import format_seconds, format_table, format_verdict
@@ -47,6 +45,7 @@ from benchmarks.harness.provenance import machine_tag, provenance
 from benchmarks.harness.record import append_jsonl, finish
 from benchmarks.harness.solved import Confirmations
 from benchmarks.harness.timing import CompileWatcher
+from benchmarks.harness.training import train_to_target
 from benchmarks.offpolicy_sb3 import (
     RL_ZOO,
     learn_to_return,
@@ -87,45 +86,33 @@ def learn_jaxsim(
     target = TARGETS[env_id] if target is None else target
     config = config_for(env_id, algorithm, eval_envs=episodes)
     chunk = max(1, round(eval_every / config.steps_per_update))
-    curve: list[dict[str, Any]] = []
-    checks = {"wall_s": 0.0, "cpu_s": 0.0}
     confirmations = Confirmations(seeds)
-    t_start, cpu_start = time.perf_counter(), time.process_time()
 
-    def on_chunk(report) -> None:
-        now, cpu = time.perf_counter(), time.process_time()
-        checks["wall_s"] += report.eval_s  # the stop check and its confirmation
-        checks["cpu_s"] += report.eval_cpu_s
-        step = report.done * config.steps_per_update
+    def point(report, step) -> dict[str, Any]:
         confirmations.observe(report, step)
         confirm = report.confirm_returns
-        curve.append(
-            {
-                "step": step,
-                "mean_return": float(report.eval_returns.mean()),
-                "per_seed": report.eval_returns.tolist(),
-                "confirm_per_seed": None if confirm is None else confirm.tolist(),
-                "solved": [u is not None for u in report.solved_update],
-                "train_wall_s": now - t_start - checks["wall_s"],
-                "train_cpu_s": cpu - cpu_start - checks["cpu_s"],
-                "compile_s": _training_compile_s(watch),
-            }
-        )
+        return {
+            "mean_return": float(report.eval_returns.mean()),
+            "per_seed": report.eval_returns.tolist(),
+            "confirm_per_seed": None if confirm is None else confirm.tolist(),
+            "solved": [u is not None for u in report.solved_update],
+        }
 
-    with CompileWatcher() as watch:
-        agent = agent_type(algorithm)(config, jaxsim.make(env_id))
-        # As the train command does: init and the loop compile side by side (the evaluation's
-        # compile stays in the first stop check, which the training time leaves out).
-        apart = ONE_SEED_AT_A_TIME[algorithm]
-        agent.precompile(seeds, (min(chunk, config.num_updates),), run_seeds=1 if apart else None)
-        runner = agent.jit_init()(jax.random.split(jax.random.key(seed), seeds))
-        runner, solved = run_chunks(
-            agent, runner, config.num_updates, chunk=chunk, seed=seed, target=target,
-            on_chunk=on_chunk, one_seed_at_a_time=apart,
-        )  # fmt: skip
+    apart = ONE_SEED_AT_A_TIME[algorithm]
+    run = train_to_target(
+        lambda: agent_type(algorithm)(config, jaxsim.make(env_id)),
+        jax.random.split(jax.random.key(seed), seeds),
+        target,
+        chunk=chunk,
+        seed=seed,
+        point=point,
+        precompile=True,
+        one_seed_at_a_time=apart,
+        compile_s=_training_compile_s,
+    )
+    curve, solved, end = run.curve, run.solved, run.end
     steps = [None if u is None else u * config.steps_per_update for u in solved]
     at_solve = [next(p for p in curve if p["step"] >= s) if s else None for s in steps]
-    end = curve[-1]
     # Env steps the run computed: every seed to the end when vmapped (frozen seeds too), each
     # seed to its own solve when one at a time.
     run_steps = (
@@ -156,7 +143,7 @@ def learn_jaxsim(
         "sps_excluding_compile": run_steps / (end["train_wall_s"] - end["compile_s"]),
         "preset_vs_rl_zoo": rl_zoo_differences(algorithm, env_id, config),
         # Stop checks and the independent evaluations confirming them, compiles included.
-        "eval_s": checks["wall_s"],
+        "eval_s": run.check_wall_s,
         "curve": curve,
     }
 
