@@ -127,24 +127,19 @@ _SAC_MOUNTAINCAR: dict[str, Any] = dict(
 
 # PPO, the native MinAtar games (MinAtar/<Game>-v0 and -v1, the original's semantics: sticky
 # actions 0.1, difficulty ramping): purejaxrl's ppo_minatar sizes (64 envs x 128 steps, 4
-# epochs of 8 minibatches, lr 5e-3 annealed, ent_coef 0.01, gamma 0.99, lambda 0.95) on
-# PPOConfig's 64-64 tanh MLP over the flattened grid (purejaxrl: ReLU), 5M steps (1e7 there).
-# Probed on Breakout-v1, 1 seed (runs/probes in the minppo worktree, load 12-30): with the lr
-# constant, training return 15 at 1.7M steps, 23 at 5M, evaluation 28.5 at 5M and 30.6 at 10M;
-# the previous preset (64 envs x 64 steps, 2 epochs of 2, ent_coef 0.05, lr constant) had 14
-# at 4M and evaluated 17.5 +- 4.4 over 3 seeds at 5M (707 s), and before it (ent_coef 0.01)
-# 6 to 3M. Cheaper or other variants did worse: 2 epochs of 16 minibatches ran ~1.3x the
-# steps/s but sat at 6-9 through 2.7M steps; MinAtar's conv net (network="cnn", 3x3 conv of
-# 16, dense 128, these sizes, lr 1e-3) took 770 s for 1.6M steps (load 20-30; the MLP took
-# 100 s for 1.7M at load 12-14) and sat at 6.8 there. SpaceInvaders-v1, 1 seed: 85 at 2.7M
-# (the previous preset, 3 seeds: 59-78 there). A stop check (32 episodes of <= 2000 steps per
-# seed) every 205k steps. The default commands, 3 seeds, both processes at once (load 22-30):
-# Breakout-v1 evaluates 24.9 +- 5.3 (32.3, 20.2, 22.1; 1 seed solved at 3.7M) at 5M in 1399 s
-# (old preset: 17.5 +- 4.4); SpaceInvaders-v1 121.8 +- 5.4, all 3 solved by 2.9M, in 1216 s
-# (old: 90.4 +- 16.1). Neither met 10 minutes at that load: ~13k steps/s for 3 seeds (the old
-# sizes ~19k beside it, agents' own chunks, compile excluded).
+# epochs of 8 minibatches, lr 5e-3 annealed, ent_coef 0.01, gamma 0.99, lambda 0.95, 1e7
+# steps) on PPOConfig's 64-64 tanh MLP over the flattened grid (purejaxrl: ReLU). A stop check
+# (32 episodes of <= 2000 steps per seed) every 205k steps.
+# Measured with the default command, 3 seeds, on the 2-core CPU (load ~2.5):
+# `python -m agents.train ppo --env MinAtar/Breakout-v1 --seeds 3`: evaluation 30.8 +- 0.5
+# (30.2, 30.9, 31.3), 3/3 solved (at 10.0M, 7.6M, 6.1M steps), 402 s whole process.
+# With 5M steps (the lr annealed over 5M) the same command evaluated 24.9 +- 5.3; a 1-seed probe
+# at a constant lr evaluated 28.5 at 5M and 30.6 at 10M. Variants that did worse: 2 epochs of 16
+# minibatches (~1.3x the steps/s, stuck at 6-9 through 2.7M steps); MinAtar's conv net
+# (network="cnn", 3x3 conv of 16, dense 128, lr 1e-3: ~7x slower per step on this CPU, 6.8 at
+# 1.6M); 64 envs x 64 steps with 2 epochs of 2 and ent_coef 0.05 (17.5 +- 4.4 at 5M).
 _PPO_MINATAR: dict[str, Any] = dict(
-    total_steps=5_000_000,
+    total_steps=10_000_000,
     num_envs=64,
     num_steps=128,
     update_epochs=4,

@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import importlib
 import math
+import warnings
 
 import numpy as np
 
@@ -223,8 +224,12 @@ class EnvPoolPool(HostPool):
             ) from e
         self.env_id, self.num_envs = env_id, num_envs
         self.asynchronous = batch_size < num_envs
-        self.observation_space = _jaxsim_space(self.env.observation_space, env_id)
-        self.action_space = _jaxsim_space(self.env.action_space, env_id)
+        with warnings.catch_warnings():
+            # EnvPool builds its float32 Boxes from float64 bounds, and Gymnasium warns about
+            # the cast on every pool; the bounds are read as float32 below either way.
+            warnings.filterwarnings("ignore", ".*Box (low|high)'s precision lowered", UserWarning)
+            self.observation_space = _jaxsim_space(self.env.observation_space, env_id)
+            self.action_space = _jaxsim_space(self.env.action_space, env_id)
         steps = self.env.spec.config.max_episode_steps
         self.max_episode_steps = int(steps) if steps and math.isfinite(steps) else None
         self._resetting = np.zeros(num_envs, bool)  # async: the next row of the env is a reset
