@@ -233,8 +233,9 @@ def _train_seed(parser: argparse.ArgumentParser, run: _Shared, seed: int, out: s
             solved.update(update=u, confirm=confirm.tolist())
         else:
             solved["rejected"].append(
-                {"update": u, "check_return": check, "confirm_return": float(confirm.mean())}
-            )
+                {"seed": seed, "step": u * config.batch_size, "update": u,
+                 "check_return": check, "confirm_return": float(confirm.mean())}
+            )  # fmt: skip
         return check, float(confirm.mean())
 
     def on_update(state, report) -> bool:

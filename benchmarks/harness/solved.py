@@ -86,13 +86,19 @@ def solved_cell(run: dict[str, Any], steps_key: str) -> str:
     return f"{sum(bool(f) for f in flags)}/{len(flags)}"
 
 
+def _where(rejected: dict[str, Any]) -> str:
+    """Where a rejected check was: seed and env steps (records of the decoupled command from
+    before it wrote them name the update alone)."""
+    at = f"{rejected['step']:,} steps" if "step" in rejected else f"update {rejected['update']}"
+    return f"seed {rejected['seed']} at {at}" if "seed" in rejected else f"at {at}"
+
+
 def rejected_note(name: str, rejected: list[dict[str, Any]]) -> str | None:
     """A report's line on the checks the independent evaluation did not confirm, if any."""
     if not rejected:
         return None
     shown = "; ".join(
-        f"seed {r['seed']} at {r['step']:,} steps: check {r['check_return']:.1f}, "
-        f"confirmation {r['confirm_return']:.1f}"
+        _where(r) + f": check {r['check_return']:.1f}, confirmation {r['confirm_return']:.1f}"
         for r in rejected[:4]
     )
     more = f" and {len(rejected) - 4} more" if len(rejected) > 4 else ""

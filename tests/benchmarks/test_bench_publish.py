@@ -153,6 +153,9 @@ def test_report_publishes_only_when_asked(tmp_path, monkeypatch):
     ]
     log = read_jsonl(published / front.MANIFEST)
     assert [e["run_id"] for e in log] == ["r0", "r1"]
+    # Publishing the same run again re-renders it but logs its lines once.
+    assert cli.main(argv, published=published) == 0
+    assert read_jsonl(published / front.MANIFEST) == log
     assert "20M" in md.read_text() and "20M" in readme.read_text()
     assert "old" not in readme.read_text()
     assert "](published/report_rollout_throughput_cpu2_h_quick.png)" in md.read_text()

@@ -116,3 +116,12 @@ def test_sb3_stops_only_on_a_check_the_independent_evaluation_confirms(monkeypat
     assert "solved" not in callback.state["curve"][-1]
     with pytest.raises(ValueError, match="confirm_env is required"):
         eval_until_return("check", 100, 10, 475.0, (0.0, 0.0))
+
+
+def test_rejected_note_names_seed_and_steps_or_the_update_of_older_records():
+    rejected_note = solved.rejected_note
+    assert rejected_note("jaxsim", []) is None
+    new = {"seed": 1, "step": 9216, "update": 9, "check_return": 476.8, "confirm_return": 467.2}
+    old = {"update": 308, "check_return": 476.8, "confirm_return": 467.2}  # decoupled, 2026-12-01
+    assert "seed 1 at 9,216 steps: check 476.8, confirmation 467.2" in rejected_note("x", [new])
+    assert "at update 308: check 476.8" in rejected_note("x", [old])

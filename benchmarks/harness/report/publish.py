@@ -89,9 +89,14 @@ def publish(run_dirs: list[Path], published: Path, checks: Checks) -> list[Path]
             print(f"not published: {path}: {why}")
         for src, dst in p.copies:
             written.append(atomic_write(dst, src.read_bytes()))
-        if p.manifest:
-            log = published / MANIFEST
-            old = log.read_bytes() if log.exists() else b""
-            written.append(atomic_write(log, old + p.manifest))
+        log = published / MANIFEST
+        old = log.read_bytes() if log.exists() else b""
+        # A run published again (a record re-rendered, say) must not log its lines twice.
+        known = set(old.splitlines())
+        new = [line for line in p.manifest.splitlines() if line not in known]
+        if new:
+            if old and not old.endswith(b"\n"):
+                old += b"\n"
+            written.append(atomic_write(log, old + b"".join(line + b"\n" for line in new)))
         print(f"published {len(p.copies)} file(s) from {run_dir} into {published}")
     return written

@@ -115,6 +115,10 @@ def test_a_check_the_independent_evaluation_rejects_does_not_stop_the_run(tmp_pa
     evaluation = _eval_json(tmp_path)
     assert evaluation["solved_per_seed"] == [False] and evaluation["steps"] == 96
     assert [r["update"] for r in evaluation["rejected_checks"]] == [1, 2, 3]
+    # The same fields as the other agents' records (the reports name seed and env steps).
+    assert [(r["seed"], r["step"]) for r in evaluation["rejected_checks"]] == [
+        (0, 32), (0, 64), (0, 96)
+    ]  # fmt: skip
     assert evaluation["mean_return"] == 1.0 and evaluation["episodes"] == 32
     checks = {seed for n, seed in seen if n == 2}
     confirms = {seed for n, seed in seen if n == 32}
