@@ -94,8 +94,11 @@ def profile(
 
     With fn: each call of `fn` is one iteration; its outputs are blocked on. `fn` is called
     `warmup` times (compilation happens here and is reported as `report.compile`), then timed
-    uninstrumented, then under one trace: `iterations` attributed calls alternating with
-    `calibration` calls that are only timed, then uninstrumented again. The callable calibrates
+    uninstrumented, then traced: `iterations` attributed calls alternating with `calibration`
+    calls that are only timed, then uninstrumented again. The traced calls share one trace
+    session, or, when they would record more than some 200k trace events (a loop of many
+    small ops), as many sessions as keep each near that, each read and dropped before the
+    next: jax holds about a kilobyte per event while it stops a session. The callable calibrates
     the overhead on itself: calibration calls minus every other uninstrumented call is what
     tracing adds per call; that much is taken out of the attributed calls, placed where the
     probes' per-event model puts it. The corrected total is checked against the other
@@ -115,7 +118,8 @@ def profile(
         each op goes to the innermost listed scope on its path, else to "(unscoped)".
       out_dir: if given, writes `<name>.json`, `<name>.png` (if matplotlib is installed) and the
         trace (`<name>.trace.json.gz` for ui.perfetto.dev, `<name>.xplane.pb` for xprof) there,
-        all at the end; if the code raises, nothing is written.
+        all at the end; if the code raises, nothing is written. Of several trace sessions, the
+        trace is the first one with an attributed call (`report.notes` says so).
       name: the file stem and the report's title.
       hlo: optimized HLO texts (`jax.jit(f).lower(*a).compile().as_text()`) of executables
         compiled before profiling started.

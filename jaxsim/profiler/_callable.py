@@ -2,22 +2,34 @@
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from collections import Counter
+from pathlib import Path
 
 from jaxsim.profiler import _gpu, _trace
 from jaxsim.profiler._breakdown import build_report
 from jaxsim.profiler._calibrate import PROBE_MODULES, Probes, calibrate, typical
 from jaxsim.profiler._capture import CompileMonitor, capture_hlo
 from jaxsim.profiler._hlo import UNSCOPED, PhaseMap
-from jaxsim.profiler._session import TraceSession, Workspace, check_no_trace, write_outputs
+from jaxsim.profiler._session import (
+    TraceSession,
+    Workspace,
+    check_no_trace,
+    release_freed_memory,
+    write_outputs,
+)
 
 _WARM_NAME = "jaxsim.profile.warmup"
 _MAX_SAMPLES = 2000  # per block: a very fast callable stops here rather than at min_time
 _MAX_ATTRIBUTED = 30  # traced calls read from the trace, at most (unless iterations says more)
 _MAX_CALIBRATION = 300  # traced calls only timed, at most (unless calibration says more)
 _SETTLE_S = 0.05  # traced calls discarded at the start of each trace session
+# Trace events per trace session, about (a session holds one call at least). While a session
+# stops, jax holds some 1.3 kB per event it recorded (the events, and the XSpace made of them):
+# one session of every traced call of a long-looping callable costs gigabytes.
+_SESSION_EVENTS = 200_000
 
 
 def profile_callable(fn, *, phases, iterations, repeats, calibration, warmup, min_time, out_dir,
@@ -26,13 +38,13 @@ def profile_callable(fn, *, phases, iterations, repeats, calibration, warmup, mi
 
     ws = Workspace(out_dir)
     try:
-        report, session = _run(
+        report, trace_dir = _run(
             jax, fn, phases, iterations, repeats, calibration, warmup, min_time, name, hlo, ws
         )
         if gpu_utilization or (gpu_utilization is None and jax.default_backend() == "gpu"):
             report.gpu = gpu_section(lambda: _call(jax, fn, "NVML sampling", 0, name), report)
         if ws.out is not None:
-            write_outputs(report, session.export(), ws, name, png)
+            write_outputs(report, trace_dir, ws, name, png)
         ws.close()
         return report
     except BaseException:
@@ -68,9 +80,25 @@ class _Sampler:
         self.compiled = 0
         self.calls = 0
 
-    def settle(self) -> float:
-        """Discards the first calls after a trace starts, which run slower; their time."""
-        return typical(self.traced(_WARM_NAME, 1, _SETTLE_S, n_max=20) or [1.0])
+    def settle(self, call_s: float | None = None) -> list[float]:
+        """Discards the first calls after a trace starts, which run slower; their times.
+
+        In a later session (`call_s` known), only as many as fit in _SETTLE_S: none when a call
+        takes longer (a long-looping callable's call records the most events): such a session
+        starts with a calibration call instead (see `_next_calls`).
+        """
+        if call_s is None:
+            return self.traced(_WARM_NAME, 1, _SETTLE_S, n_max=20)
+        return self.traced(_WARM_NAME, 0, _SETTLE_S, n_max=min(20, int(_SETTLE_S / call_s)))
+
+    def events_per_call(self, folder) -> int:
+        """Trace events one traced call records, counted in a trace session of its own."""
+        session = TraceSession(folder)
+        with session:
+            _, compiled = self._annotated_call(_WARM_NAME, 0)
+            data = session.stop(export=False)
+        self.compiled += compiled
+        return max(_trace.count_events(data), 1)
 
     def untraced(self, n_min: int, t_min: float) -> list[float]:
         samples: list[float] = []
@@ -119,14 +147,12 @@ class _Sampler:
         self.calls += 1
         return t, len(self.texts) > n
 
-    def interleaved(self, iterations: int, calibration: int, t_min: float, call_s: float):
-        """Attributed (STEP) and calibration (CAL) calls, evenly interleaved in one trace.
+    def plan(self, iterations: int, calibration: int, t_min: float, call_s: float):
+        """Attributed (STEP) and calibration (CAL) calls, evenly interleaved: (name, i) each.
 
         At least `iterations` and `calibration` of them; for a fast callable (a traced call
         takes about `call_s`) more, to fill `t_min` seconds: up to _MAX_ATTRIBUTED attributed
         ones (each is read from the trace) and _MAX_CALIBRATION calibration ones (only timed).
-        Returns (attributed seconds, calibration seconds, attributed step numbers dropped
-        because jax compiled during them).
         """
         total = int(t_min / max(call_s, 1e-6))
         n_step = min(max(iterations, total // 4), max(iterations, _MAX_ATTRIBUTED))
@@ -135,9 +161,12 @@ class _Sampler:
             [((i + 0.5) / n_step, _trace.STEP_NAME, i) for i in range(n_step)]
             + [((j + 0.5) / n_cal, _trace.CAL_NAME, j) for j in range(n_cal)]
         )
-        times: dict[str, list[float]] = {_trace.STEP_NAME: [], _trace.CAL_NAME: []}
-        dropped: set[int] = set()
-        for _, step_name, i in order:
+        return [(step_name, i) for _, step_name, i in order]
+
+    def interleaved(self, calls, times: dict[str, list[float]], dropped: set[int]) -> None:
+        """Makes `calls` (from `plan`): their seconds go to `times[name]`; attributed step
+        numbers during which jax compiled go to `dropped`."""
+        for step_name, i in calls:
             t, compiled = self._annotated_call(step_name, i)
             if compiled:
                 self.compiled += 1
@@ -145,16 +174,98 @@ class _Sampler:
                     dropped.add(i)
             else:
                 times[step_name].append(t)
-        return times[_trace.STEP_NAME], times[_trace.CAL_NAME], dropped
+
+
+def _next_calls(calls: list[tuple[str, int]], done: int, room: int, calibration_first: bool):
+    """The next session's calls: `room` calls of the plan from `done` on.
+
+    With `calibration_first`, a calibration call comes first (moved up the plan if need be,
+    one call more where the next `room` hold none): the first call after a session stopped
+    runs a millisecond or more slower (the stop went through hundreds of megabytes; the
+    call's own data left the caches), and a calibration call is only timed, one of many
+    whose 10th percentile counts.
+    """
+    if calibration_first:
+        j = next((k for k in range(done, len(calls)) if calls[k][0] == _trace.CAL_NAME), None)
+        if j is not None and j > done:
+            calls.insert(done, calls.pop(j))
+            room += j >= done + room
+    return calls[done : done + room]
+
+
+@dataclasses.dataclass
+class _Traced:
+    """What the traced calls gave: times, the events in windows, where the trace files are."""
+
+    step: list[float]  # attributed calls' seconds
+    cal: list[float]  # calibration calls' seconds
+    dropped: set[int]  # attributed step numbers during which jax compiled
+    compiled: int  # traced calls during which jax compiled
+    events: _trace.Events
+    sessions: int
+    exported: tuple[int, Path] | None  # (session, folder of its trace files)
+
+
+def _trace_calls(s: _Sampler, probes: Probes, iterations, calibration, min_time, ws,
+                 export: bool) -> _Traced:  # fmt: skip
+    """The traced calls, in as many trace sessions as keep each near _SESSION_EVENTS events.
+
+    Each session starts with calls discarded (`settle`), then takes the next calls of the
+    plan, attributed and calibration ones alike, so each session holds both in the same mix;
+    the last one ends with the probes. Each is read (its windows only) and dropped before the
+    next starts. A callable of few events per call runs in one session, as the plan's calls
+    did before sessions were split. With `export`, the first session with an attributed call
+    is exported (its trace files are what the output folder gets).
+    """
+    per_call = s.events_per_call(ws.scratch / "count")
+    times: dict[str, list[float]] = {_trace.STEP_NAME: [], _trace.CAL_NAME: []}
+    dropped: set[int] = set()
+    events = _trace.Events()
+    calls: list[tuple[str, int]] | None = None
+    call_s = None
+    done = compiled = sessions = 0
+    exported = None
+    while calls is None or done < len(calls):
+        session = TraceSession(ws.scratch / f"trace{sessions}")
+        with session:
+            before = s.compiled
+            settled = s.settle(call_s)
+            if calls is None:
+                call_s = typical(settled or [1.0])
+                calls = s.plan(iterations, calibration, min_time, call_s)
+            room = max((_SESSION_EVENTS - per_call * len(settled)) // per_call, 1)
+            chunk = _next_calls(calls, done, room, calibration_first=sessions > 0)
+            s.interleaved(chunk, times, dropped)
+            done += len(chunk)
+            if done == len(calls):
+                probes.run_traced()
+            compiled += s.compiled - before
+            keep = export and exported is None and any(n == _trace.STEP_NAME for n, _ in chunk)
+            data = session.stop(export=keep)
+        events.extend(_trace.read(data, offset=_trace.after(events)))
+        del data
+        release_freed_memory()
+        if keep:
+            exported = (sessions, session.export())
+        sessions += 1
+    return _Traced(
+        step=times[_trace.STEP_NAME],
+        cal=times[_trace.CAL_NAME],
+        dropped=dropped,
+        compiled=compiled,
+        events=events,
+        sessions=sessions,
+        exported=exported,
+    )
 
 
 def _run(jax, fn, phases, iterations, repeats, calibration, warmup, min_time, name, hlo, ws):
+    """Profiles fn; returns the report and the folder of the trace files to write out."""
     texts: list[str] = list(hlo)
     notes: list[str] = []
     check_no_trace()
     probes = Probes.get()
     probes.time_untraced()
-    session = TraceSession(ws.scratch)
     # The hook stays on throughout: a compile after warm-up is noticed (and its HLO kept).
     with capture_hlo(texts) as hooked:
         with CompileMonitor() as compiles:
@@ -163,17 +274,12 @@ def _run(jax, fn, phases, iterations, repeats, calibration, warmup, min_time, na
         s = _Sampler(jax, fn, name, texts)
         # The cost per event differs from trace session to trace session (by a factor of two
         # between a process's first and later ones), which the corrected total of a program
-        # with tiny ops multiplies: the calibration calls run in the attributed session,
+        # with tiny ops multiplies: the calibration calls run in the attributed sessions,
         # alternating with the attributed ones, and uninstrumented calls on both sides.
         untraced = s.untraced(max(repeats // 2, 1), min_time / 2)
-        with session:
-            call_s = s.settle()
-            compiled_before = s.compiled
-            traced, cal, dropped = s.interleaved(iterations, calibration, min_time, call_s)
-            compiled_in_trace = s.compiled - compiled_before
-            probes.run_traced()
-            data = session.stop()
+        t = _trace_calls(s, probes, iterations, calibration, min_time, ws, ws.out is not None)
         untraced += s.untraced(max(repeats - repeats // 2, 1), min_time / 2)
+    traced, cal, dropped = t.step, t.cal, t.dropped
     if not untraced or not cal or not traced:
         raise RuntimeError(
             f"profile: {name!r} compiled again on most calls ({s.compiled} of {s.calls}): a "
@@ -181,12 +287,19 @@ def _run(jax, fn, phases, iterations, repeats, calibration, warmup, min_time, na
         )
     if s.compiled:
         notes.append(
-            f"fn compiled after warm-up in {s.compiled} call(s) ({compiled_in_trace} traced), "
+            f"fn compiled after warm-up in {s.compiled} call(s) ({t.compiled} traced), "
             "dropped from the timings: raise warmup"
+        )
+    if t.sessions > 1:
+        where = f"; the trace files hold session {t.exported[0] + 1}'s" if t.exported else ""
+        notes.append(
+            f"the traced calls ran in {t.sessions} trace sessions of about {_SESSION_EVENTS} "
+            f"events each, read one at a time (jax holds about a kilobyte per event of a "
+            f"session while it stops it){where}"
         )
 
     phase_map = PhaseMap([*texts, *probes.texts], phases)
-    trace = _trace.load(data, phase_map)
+    trace = _trace.resolve(t.events, phase_map)
     missing, share = _missing(trace)
     if missing and hooked and share >= 0.01:
         # Executables compiled before the profile: recompile them once to read their HLO.
@@ -194,7 +307,7 @@ def _run(jax, fn, phases, iterations, repeats, calibration, warmup, min_time, na
         with capture_hlo(texts):
             _call(jax, fn, "HLO recapture", 0, name)
         phase_map = PhaseMap([*texts, *probes.texts], phases)
-        trace = _trace.load(data, phase_map)
+        trace = _trace.resolve(t.events, phase_map)
         notes.append(
             f"cleared jax caches and recompiled {len(missing)} executable(s) compiled before "
             "profiling to read their HLO"
@@ -247,7 +360,7 @@ def _run(jax, fn, phases, iterations, repeats, calibration, warmup, min_time, na
     )
     report.coverage["traced_wall_s"] = statistics.fmean(traced)
     report.coverage["fraction"] = report.coverage["attributed_raw_s"] / statistics.fmean(traced)
-    return report, session
+    return report, t.exported[1] if t.exported else ws.scratch / "trace"
 
 
 def _missing(trace) -> tuple[set[str], float]:

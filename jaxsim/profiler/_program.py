@@ -20,6 +20,7 @@ from jaxsim.profiler._session import (
     check_name,
     check_no_trace,
     check_phases,
+    release_freed_memory,
     write_outputs,
 )
 
@@ -131,9 +132,11 @@ class Profiler:
                 return False
             probes = Probes.get()  # after the block: nothing of the profiler runs before it
             probes.run_traced()
-            data = self._session.stop()
+            # Only the windows' events are kept: the ProfileData goes before the report is made.
+            events = _trace.read(self._session.stop(export=self._ws.out is not None))
+            release_freed_memory()
             probes.time_untraced()
-            self.report = self._report(data, probes, wall, gpu)
+            self.report = self._report(events, probes, wall, gpu)
             if self._ws.out is not None:
                 write_outputs(self.report, self._session.export(), self._ws, self.name, self.png)
             self._ws.close()
@@ -144,11 +147,11 @@ class Profiler:
         return False
 
     # ----------------------------------------------------------------------------------- report
-    def _report(self, data, probes: Probes, wall: float, gpu: dict) -> ProfileReport:
+    def _report(self, events, probes: Probes, wall: float, gpu: dict) -> ProfileReport:
         notes: list[str] = []
         phase_set = frozenset(self.phases)
         phase_map = PhaseMap([*self._texts, *probes.texts], self.phases)
-        trace = _trace.load(data, phase_map)
+        trace = _trace.resolve(events, phase_map)
         missing = trace.missing - {""} - set(PROBE_MODULES)
         if missing:
             notes.append(

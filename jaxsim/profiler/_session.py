@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import glob
 import os
 import re
@@ -175,15 +176,22 @@ class TraceSession:
             jax.profiler.start_trace(str(self.folder), profiler_options=profiler_options())
         return self
 
-    def stop(self):
-        """Ends the session; returns its jax.profiler.ProfileData."""
+    def stop(self, export: bool = True):
+        """Ends the session; returns its jax.profiler.ProfileData.
+
+        With export=False (no `export()` to follow), the ProfileData is taken straight from the
+        session where jaxlib allows: no serialised copy of the trace is made and parsed back.
+        """
         import jax
 
         if self._session is None:
             jax.profiler.stop_trace()
             return load_profile_data(self.folder)
+        direct = not export and hasattr(self._session, "stop_and_get_profile_data")
         with self._state.lock:
             try:
+                if direct:
+                    return self._session.stop_and_get_profile_data()
                 self._xspace = self._session.stop()
             finally:
                 self._state.profile_session = None
@@ -216,6 +224,25 @@ class TraceSession:
     def __exit__(self, exc_type, *_) -> None:
         if exc_type is not None:
             self.abort()
+
+
+def release_freed_memory() -> None:
+    """Hands the heap pages freed since (a stopped session's events, say) back to the system.
+
+    glibc keeps freed pages for reuse: without this, the process stays as large as the trace
+    session at its largest. A no-op where glibc is not the C library.
+    """
+    global _malloc_trim
+    if _malloc_trim is None:
+        try:
+            _malloc_trim = ctypes.CDLL(None).malloc_trim
+        except (OSError, AttributeError):
+            _malloc_trim = False
+    if _malloc_trim:
+        _malloc_trim(0)
+
+
+_malloc_trim = None
 
 
 def find_one(folder: Path, pattern: str) -> Path:

@@ -34,7 +34,7 @@ _LAUNCH_RE = re.compile(r"LoadedExecutable::(Execute\w*)$")
 Key = tuple[str, str]  # ("device" | "idle" | "host", phase or host key)
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class OpEvent:
     start: int  # ns
     end: int
@@ -53,7 +53,7 @@ class OpEvent:
         return max(self.mix, key=self.mix.get) if self.mix else UNSCOPED
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class HostEvent:
     start: int
     end: int
@@ -68,6 +68,31 @@ class Trace:
     modules: set[str]  # modules whose ops appear in the trace
     missing: set[str]  # of those, modules whose HLO text (of this compilation) is unknown
     unread: dict[str, int]  # device planes whose events name no HLO op (if none named one)
+
+
+@dataclasses.dataclass
+class Events:
+    """The events of one or more traces that windows overlap, before any HLO is looked up.
+
+    What `read` keeps of a ProfileData, so that the ProfileData (about a kilobyte per event
+    of the whole trace) can go as soon as it is read, several trace sessions can be read one
+    after the other, and a second HLO lookup (`resolve`) needs no second pass over the trace.
+    """
+
+    ops: list[tuple[int, int, str, str, object]] = dataclasses.field(default_factory=list)
+    # (start, end, module, op, run_id) of each op event
+    host: list[HostEvent] = dataclasses.field(default_factory=list)
+    unread: dict[str, int] = dataclasses.field(default_factory=dict)
+    device_ops: int = 0  # op events on device planes
+    end: int = 0  # the latest end of any event read (ns)
+
+    def extend(self, other: Events) -> None:
+        self.ops += other.ops
+        self.host += other.host
+        for plane, n in other.unread.items():
+            self.unread[plane] = self.unread.get(plane, 0) + n
+        self.device_ops += other.device_ops
+        self.end = max(self.end, other.end)
 
 
 def _stats(event) -> dict:
@@ -98,24 +123,29 @@ def _ranges(data, names) -> list[tuple[int, int]]:
     return [(a, b) for a, b in merged]
 
 
-def load(data, phase_map: PhaseMap, names=WINDOW_NAMES) -> Trace:
+def count_events(data) -> int:
+    """All events of a ProfileData, on every plane and line."""
+    return sum(1 for plane in data.planes for line in plane.lines for _ in line.events)
+
+
+def read(data, names=WINDOW_NAMES, offset: int = 0) -> Events:
     """Reads op events (any plane) and the profiled thread's host events from a ProfileData.
 
     Only events that overlap a window named in `names` are read (reading an event's stats is
-    what costs): calibration calls and the rest of the trace are skipped.
+    what costs): calibration calls and the rest of the trace are skipped. A trace's times
+    count from the start of its session: `offset` (ns) is added to each, so that the events
+    of sessions read into one Events do not overlap (`after` gives one).
     """
+    out = Events()
     ranges = _ranges(data, frozenset(names))
+    if not ranges:
+        return out
     starts = [a for a, _ in ranges]
 
     def wanted(start: int, end: int) -> bool:
         k = bisect.bisect_right(starts, end) - 1
         return k >= 0 and ranges[k][1] >= start and ranges[k][0] <= end
 
-    ops: list[OpEvent] = []
-    host_lines: list[list[HostEvent]] = []
-    modules: set[str] = set()
-    unread: dict[str, int] = {}  # device plane -> events that named no HLO op
-    device_ops = 0
     for plane in data.planes:
         lines = list(plane.lines)
         # On GPU/TPU device planes, "XLA Ops" holds one event per executed HLO op; the stream
@@ -129,41 +159,60 @@ def load(data, phase_map: PhaseMap, names=WINDOW_NAMES) -> Trace:
                 end = start + int(ev.duration_ns)
                 if not wanted(start, end):
                     continue
+                start, end = start + offset, end + offset
+                out.end = max(out.end, end)
                 stats = _stats(ev)
                 op = stats.get("hlo_op")
                 if op is None and line.name == "XLA Ops":
                     op = ev.name.lstrip("%").split(" ")[0]
                 if op is not None:
                     module = str(stats.get("hlo_module", ""))
-                    modules.add(module)
-                    mix, instr = phase_map.lookup(module, str(op))
-                    device_ops += is_device
-                    ops.append(
-                        OpEvent(
-                            start=start,
-                            end=end,
-                            module=module,
-                            op=str(op),
-                            run_id=stats.get("run_id"),
-                            container=bool(instr is not None and instr.is_container),
-                            mix=mix.phases,
-                            unscoped_paths=mix.unscoped_paths,
-                            estimated=mix.estimated,
-                            scalar=instr is not None and instr.is_scalar,
-                            unmatched=instr is None,
-                        )
-                    )
+                    out.device_ops += is_device
+                    out.ops.append((start, end, module, str(op), stats.get("run_id")))
                 elif is_device:
-                    unread[plane.name] = unread.get(plane.name, 0) + 1
+                    out.unread[plane.name] = out.unread.get(plane.name, 0) + 1
                 else:
                     host_events.append(HostEvent(start, end, ev.name, stats))
             if any(e.name in WINDOW_NAMES for e in host_events):  # the thread that ran fn
-                host_lines.append(host_events)
-    host = [e for events in host_lines for e in events]
+                out.host += host_events
+    return out
+
+
+def after(events: Events) -> int:
+    """An `offset` for `read` that places a later session's events after all of `events`."""
+    return events.end + 1_000_000_000 if events.end else 0
+
+
+def resolve(events: Events, phase_map: PhaseMap) -> Trace:
+    """The events read from traces, each op looked up in the HLO (`phase_map`)."""
+    ops: list[OpEvent] = []
+    modules: set[str] = set()
+    for start, end, module, op, run_id in events.ops:
+        modules.add(module)
+        mix, instr = phase_map.lookup(module, op)
+        ops.append(
+            OpEvent(
+                start=start,
+                end=end,
+                module=module,
+                op=op,
+                run_id=run_id,
+                container=bool(instr is not None and instr.is_container),
+                mix=mix.phases,
+                unscoped_paths=mix.unscoped_paths,
+                estimated=mix.estimated,
+                scalar=instr is not None and instr.is_scalar,
+                unmatched=instr is None,
+            )
+        )
     missing = {e.module for e in ops if e.unmatched}
-    if device_ops:
-        unread = {}
-    return Trace(ops=ops, host=host, modules=modules, missing=missing, unread=unread)
+    unread = {} if events.device_ops else dict(events.unread)
+    return Trace(ops=ops, host=list(events.host), modules=modules, missing=missing, unread=unread)
+
+
+def load(data, phase_map: PhaseMap, names=WINDOW_NAMES) -> Trace:
+    """`read` then `resolve`: a ProfileData's windows, looked up in the HLO."""
+    return resolve(read(data, names), phase_map)
 
 
 @dataclasses.dataclass
