@@ -16,7 +16,7 @@ from typing import Any, TextIO
 import jax
 import numpy as np
 
-from jaxsim.files import atomic_write, finite_json
+from jaxsim.files import atomic_write, finite_json, write_figure_atomic
 
 BASE_FIELDS = (
     "update",
@@ -232,8 +232,6 @@ def plot_curve(
     ax.legend(loc="lower right")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    write_figure_atomic(fig, path)
     plt.close(fig)
-    atomic_write(path, buf.getvalue())
     return path

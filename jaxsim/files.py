@@ -8,6 +8,7 @@ later run can tell a dead writer's leftovers (`remove_stale_temporaries`) from a
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -38,6 +39,14 @@ def atomic_write(path: str | os.PathLike, data: bytes) -> Path:
         raise
     _fsync_dir(path.parent)
     return path
+
+
+def write_figure_atomic(fig: Any, path: str | os.PathLike, **savefig: Any) -> Path:
+    """Writes a matplotlib figure as a PNG at `path` (atomically, as every output here); the
+    keywords go to `fig.savefig`."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", **savefig)
+    return atomic_write(path, buf.getvalue())
 
 
 def finite_json(obj: Any) -> Any:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from jaxsim.files import write_figure_atomic
+
 # Host and idle rows in greys, so device phases stand out.
 _FIXED_COLORS = {
     "(unscoped)": "#8c564b",
@@ -83,7 +85,7 @@ def plot_stacked(
     if title:
         ax.set_title(title, fontsize=10)
     ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
-    fig.savefig(os.fspath(path), dpi=120)
+    write_figure_atomic(fig, path, dpi=120)
 
 
 _RESOURCE_COLORS = {"device": "#1f77b4", "device idle": "#aec7e8", "host": "#969696"}
@@ -125,4 +127,4 @@ def plot_report(report, path: str | os.PathLike) -> None:
         fontsize=10,
     )
     ax.legend(loc="lower right", fontsize=8, frameon=False)
-    fig.savefig(os.fspath(path), dpi=120)
+    write_figure_atomic(fig, path, dpi=120)

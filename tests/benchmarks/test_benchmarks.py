@@ -109,6 +109,25 @@ def test_write_json_atomic_leaves_no_partial_file(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
 
 
+def test_figures_are_written_atomically_into_folders_not_yet_made(tmp_path):
+    pytest.importorskip("matplotlib")
+    from jaxsim.files import write_figure_atomic
+    from jaxsim.profiler import plot_stacked
+
+    class Broken:  # a figure whose drawing fails half-way
+        def savefig(self, buf, **kwargs):
+            buf.write(b"\x89PNG partial")
+            raise RuntimeError("drawing failed")
+
+    png = tmp_path / "runs" / "bench" / "breakdown.png"  # as in a fresh clone: no runs/ yet
+    plot_stacked({"a": {"x": 1.0, "y": 2.0}}, png, title="t")
+    good = png.read_bytes()
+    assert good.startswith(b"\x89PNG")
+    with pytest.raises(RuntimeError):
+        write_figure_atomic(Broken(), png)
+    assert png.read_bytes() == good and sorted(p.name for p in png.parent.iterdir()) == [png.name]
+
+
 def test_append_jsonl_keeps_finished_records(tmp_path):
     path = tmp_path / "log.jsonl"
     append_jsonl(path, {"i": 0})

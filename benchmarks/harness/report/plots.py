@@ -18,6 +18,8 @@ def save(plt, fig, path: Path) -> Path:
     """Writes `fig` to `path` without a date or version in it, so an unchanged plot stays the
     same file."""
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
+    from jaxsim.files import write_figure_atomic  # imports jax: only when a plot is drawn
+
+    write_figure_atomic(fig, path, dpi=110, metadata={"Software": None})
     plt.close(fig)
     return path
