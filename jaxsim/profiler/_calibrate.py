@@ -103,7 +103,7 @@ class Probes:
         """Runs each probe under step annotations the trace reader finds (inside a trace)."""
         import jax
 
-        from jaxsim.profiler._trace import PROBE_HOST, PROBE_OPS
+        from jaxsim.profiler._events import PROBE_HOST, PROBE_OPS
 
         for name, fn in ((PROBE_OPS, self._ops), (PROBE_HOST, self._host)):
             for i in range(repeats):

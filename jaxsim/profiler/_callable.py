@@ -8,7 +8,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from jaxsim.profiler import _gpu, _trace
+from jaxsim.profiler import _events, _gpu, _trace
 from jaxsim.profiler._breakdown import build_report
 from jaxsim.profiler._calibrate import PROBE_MODULES, Probes, calibrate, typical
 from jaxsim.profiler._capture import CompileMonitor, capture_hlo
@@ -98,7 +98,7 @@ class _Sampler:
             _, compiled = self._annotated_call(_WARM_NAME, 0)
             data = session.stop(export=False)
         self.compiled += compiled
-        return max(_trace.count_events(data), 1)
+        return max(_events.count_events(data), 1)
 
     def untraced(self, n_min: int, t_min: float) -> list[float]:
         samples: list[float] = []
@@ -140,7 +140,7 @@ class _Sampler:
         t0 = time.perf_counter()
         with jax.profiler.StepTraceAnnotation(step_name, step_num=i):
             result = _call_unblocked(self.fn, "tracing", self.calls, self.name)
-            with jax.profiler.TraceAnnotation(_trace.WAIT_NAME):
+            with jax.profiler.TraceAnnotation(_events.WAIT_NAME):
                 jax.block_until_ready(result)
         t = time.perf_counter() - t0
         del result
@@ -158,8 +158,8 @@ class _Sampler:
         n_step = min(max(iterations, total // 4), max(iterations, _MAX_ATTRIBUTED))
         n_cal = min(max(calibration, total - n_step), max(calibration, _MAX_CALIBRATION))
         order = sorted(
-            [((i + 0.5) / n_step, _trace.STEP_NAME, i) for i in range(n_step)]
-            + [((j + 0.5) / n_cal, _trace.CAL_NAME, j) for j in range(n_cal)]
+            [((i + 0.5) / n_step, _events.STEP_NAME, i) for i in range(n_step)]
+            + [((j + 0.5) / n_cal, _events.CAL_NAME, j) for j in range(n_cal)]
         )
         return [(step_name, i) for _, step_name, i in order]
 
@@ -170,7 +170,7 @@ class _Sampler:
             t, compiled = self._annotated_call(step_name, i)
             if compiled:
                 self.compiled += 1
-                if step_name == _trace.STEP_NAME:
+                if step_name == _events.STEP_NAME:
                     dropped.add(i)
             else:
                 times[step_name].append(t)
@@ -186,7 +186,7 @@ def _next_calls(calls: list[tuple[str, int]], done: int, room: int, calibration_
     whose 10th percentile counts.
     """
     if calibration_first:
-        j = next((k for k in range(done, len(calls)) if calls[k][0] == _trace.CAL_NAME), None)
+        j = next((k for k in range(done, len(calls)) if calls[k][0] == _events.CAL_NAME), None)
         if j is not None and j > done:
             calls.insert(done, calls.pop(j))
             room += j >= done + room
@@ -201,7 +201,7 @@ class _Traced:
     cal: list[float]  # calibration calls' seconds
     dropped: set[int]  # attributed step numbers during which jax compiled
     compiled: int  # traced calls during which jax compiled
-    events: _trace.Events
+    events: _events.Events
     sessions: int
     exported: tuple[int, Path] | None  # (session, folder of its trace files)
 
@@ -218,9 +218,9 @@ def _trace_calls(s: _Sampler, probes: Probes, iterations, calibration, min_time,
     is exported (its trace files are what the output folder gets).
     """
     per_call = s.events_per_call(ws.scratch / "count")
-    times: dict[str, list[float]] = {_trace.STEP_NAME: [], _trace.CAL_NAME: []}
+    times: dict[str, list[float]] = {_events.STEP_NAME: [], _events.CAL_NAME: []}
     dropped: set[int] = set()
-    events = _trace.Events()
+    events = _events.Events()
     calls: list[tuple[str, int]] | None = None
     call_s = None
     done = compiled = sessions = 0
@@ -240,17 +240,17 @@ def _trace_calls(s: _Sampler, probes: Probes, iterations, calibration, min_time,
             if done == len(calls):
                 probes.run_traced()
             compiled += s.compiled - before
-            keep = export and exported is None and any(n == _trace.STEP_NAME for n, _ in chunk)
+            keep = export and exported is None and any(n == _events.STEP_NAME for n, _ in chunk)
             data = session.stop(export=keep)
-        events.extend(_trace.read(data, offset=_trace.after(events)))
+        events.extend(_events.read(data, offset=_events.after(events)))
         del data
         release_freed_memory()
         if keep:
             exported = (sessions, session.export())
         sessions += 1
     return _Traced(
-        step=times[_trace.STEP_NAME],
-        cal=times[_trace.CAL_NAME],
+        step=times[_events.STEP_NAME],
+        cal=times[_events.CAL_NAME],
         dropped=dropped,
         compiled=compiled,
         events=events,
@@ -299,7 +299,7 @@ def _run(jax, fn, phases, iterations, repeats, calibration, warmup, min_time, na
         )
 
     phase_map = PhaseMap([*texts, *probes.texts], phases)
-    trace = _trace.resolve(t.events, phase_map)
+    trace = _events.resolve(t.events, phase_map)
     missing, share = _missing(trace)
     if missing and hooked and share >= 0.01:
         # Executables compiled before the profile: recompile them once to read their HLO.
@@ -307,7 +307,7 @@ def _run(jax, fn, phases, iterations, repeats, calibration, warmup, min_time, na
         with capture_hlo(texts):
             _call(jax, fn, "HLO recapture", 0, name)
         phase_map = PhaseMap([*texts, *probes.texts], phases)
-        trace = _trace.resolve(t.events, phase_map)
+        trace = _events.resolve(t.events, phase_map)
         notes.append(
             f"cleared jax caches and recompiled {len(missing)} executable(s) compiled before "
             "profiling to read their HLO"
@@ -328,8 +328,8 @@ def _run(jax, fn, phases, iterations, repeats, calibration, warmup, min_time, na
     if not wins:
         raise RuntimeError("profile: the trace holds no iteration; was another trace running?")
     cal_model = calibrate(
-        _trace.windows(trace, phase_set, _trace.PROBE_OPS),
-        _trace.windows(trace, phase_set, _trace.PROBE_HOST),
+        _trace.windows(trace, phase_set, _events.PROBE_OPS),
+        _trace.windows(trace, phase_set, _events.PROBE_HOST),
         probes.untraced,
     )
     # The callable calibrates itself: even-numbered uninstrumented calls against the

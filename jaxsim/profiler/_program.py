@@ -6,7 +6,7 @@ import contextlib
 import statistics
 import time
 
-from jaxsim.profiler import _gpu, _trace
+from jaxsim.profiler import _events, _gpu, _trace
 from jaxsim.profiler._breakdown import build_report
 from jaxsim.profiler._calibrate import PROBE_MODULES, Probes, calibrate
 from jaxsim.profiler._capture import CompileMonitor, capture_hlo
@@ -87,7 +87,7 @@ class Profiler:
             ):
                 self._gpu = _gpu.Sampler().start()
             self._session = TraceSession(self._ws.scratch).start()
-            self._window = jax.profiler.TraceAnnotation(_trace.RUN_NAME)
+            self._window = jax.profiler.TraceAnnotation(_events.RUN_NAME)
             self._window.__enter__()
             self._t0 = time.perf_counter()
         except BaseException:
@@ -104,7 +104,7 @@ class Profiler:
         import jax
 
         self._steps += 1
-        return jax.profiler.StepTraceAnnotation(_trace.STEP_NAME, step_num=self._steps - 1)
+        return jax.profiler.StepTraceAnnotation(_events.STEP_NAME, step_num=self._steps - 1)
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         import jax
@@ -115,7 +115,7 @@ class Profiler:
         self._active = False
         try:
             if ok:  # the block's work may still be running asynchronously: it belongs here
-                with jax.profiler.TraceAnnotation(_trace.WAIT_NAME):
+                with jax.profiler.TraceAnnotation(_events.WAIT_NAME):
                     jax.block_until_ready(jax.live_arrays())
             self._window.__exit__(None, None, None)
             wall = time.perf_counter() - self._t0
@@ -133,7 +133,7 @@ class Profiler:
             probes = Probes.get()  # after the block: nothing of the profiler runs before it
             probes.run_traced()
             # Only the windows' events are kept: the ProfileData goes before the report is made.
-            events = _trace.read(self._session.stop(export=self._ws.out is not None))
+            events = _events.read(self._session.stop(export=self._ws.out is not None))
             release_freed_memory()
             probes.time_untraced()
             self.report = self._report(events, probes, wall, gpu)
@@ -151,7 +151,7 @@ class Profiler:
         notes: list[str] = []
         phase_set = frozenset(self.phases)
         phase_map = PhaseMap([*self._texts, *probes.texts], self.phases)
-        trace = _trace.resolve(events, phase_map)
+        trace = _events.resolve(events, phase_map)
         missing = trace.missing - {""} - set(PROBE_MODULES)
         if missing:
             notes.append(
@@ -163,13 +163,13 @@ class Profiler:
                 f"device planes {sorted(trace.unread)} hold events without HLO op names: that "
                 "device time is not attributed (this jax's trace format is not understood)"
             )
-        run = _trace.windows(trace, phase_set, _trace.RUN_NAME)
+        run = _trace.windows(trace, phase_set, _events.RUN_NAME)
         if len(run) != 1:
             raise RuntimeError(f"profile: found {len(run)} profiled blocks in the trace, not 1")
-        steps = _trace.windows(trace, phase_set, _trace.STEP_NAME)
+        steps = _trace.windows(trace, phase_set, _events.STEP_NAME)
         cal = calibrate(
-            _trace.windows(trace, phase_set, _trace.PROBE_OPS),
-            _trace.windows(trace, phase_set, _trace.PROBE_HOST),
+            _trace.windows(trace, phase_set, _events.PROBE_OPS),
+            _trace.windows(trace, phase_set, _events.PROBE_HOST),
             probes.untraced,
         )
         compile_s = self._compiles.total_s

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from jaxsim.profiler import _callable, _session, _trace, profile
+from jaxsim.profiler import _callable, _events, _session, profile
 
 PHASES = ("step", "update")
 
@@ -35,7 +35,7 @@ def _profile(fn, monkeypatch, budget, **kwargs):
 
     def counting_stop(self, export=True):
         data = stop(self, export)
-        counts.append(_trace.count_events(data))
+        counts.append(_events.count_events(data))
         return data
 
     with monkeypatch.context() as m:
@@ -71,12 +71,12 @@ def test_split_sessions_write_a_trace_with_an_attributed_call(loop, monkeypatch,
     assert (tmp_path / "loop.trace.json.gz").exists()
     data = jax.profiler.ProfileData.from_file(str(tmp_path / "loop.xplane.pb"))
     names = {e.name for p in data.planes for line in p.lines for e in line.events}
-    assert _trace.STEP_NAME in names
+    assert _events.STEP_NAME in names
     assert any("the trace files hold session" in n for n in report.notes)
 
 
 def test_a_later_session_starts_with_a_calibration_call():
-    step, cal = _trace.STEP_NAME, _trace.CAL_NAME
+    step, cal = _events.STEP_NAME, _events.CAL_NAME
     plan = [(cal, 0), (step, 0), (cal, 1), (step, 1), (step, 2), (cal, 2)]
     calls = list(plan)
     assert _callable._next_calls(calls, 0, 2, calibration_first=False) == plan[:2]
