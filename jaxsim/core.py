@@ -83,9 +83,13 @@ class Env(Generic[State, Params]):
     array_obs: ClassVar[bool] = False
     # The observation's shape when `obs_fields` gives numbers per component that
     # `obs_from_components` turns into an array of this shape (MinAtar's [10, 10, C] grid, from
-    # packed row words the fused kernel writes as [block] columns); for one environment
-    # `obs_fields` may give the whole array as its one component instead. None: a vector.
+    # packed row words). None: a vector.
     obs_shape: ClassVar[tuple[int, ...] | None] = None
+    # Where set (with `obs_shape`), the dtype a rollout records `obs_fields`' components in,
+    # rebuilding the observations with `obs_from_components` after its loop: one pass writes the
+    # large array, where recording it in the loop fills it first, then writes it step by step.
+    # MinAtar: uint16 row words, a fifth of the grid's bytes. None: the loop records the obs.
+    obs_record_dtype: ClassVar[Any] = None
     # The observation's dtype, the observation space's: float32, or bool for a grid of cells
     # (MinAtar). Components stay float32 inside a step (the fused kernel's columns); the
     # observation is cast to this as it is stacked (`jaxsim.transition.stack_obs`).

@@ -40,6 +40,7 @@ def record_scan(
       place: applied to the output buffers before the loop (e.g. a sharding constraint), or None.
       into: buffers to write the outputs into (`ys`'s structure, shapes and dtypes, checked
         here, at trace time), e.g. an earlier call's outputs donated to this one; None: fresh.
+        A dict may give None for some of its entries: those start fresh.
 
     Returns:
       (carry after step n - 1, ys): ys has `y`'s structure, leaves [n, *y_leaf.shape].
@@ -56,10 +57,12 @@ def record_scan(
     out_tree = jax.tree.structure((carry_shapes, y_shapes))
     if into is None:
         ys = _distinct_buffers(n, y_shapes)
+    elif isinstance(into, dict) and None in into.values():  # some entries start fresh
+        given = {k: v for k, v in into.items() if v is not None}
+        ys = _distinct_buffers(n, {k: y for k, y in y_shapes.items() if k not in given})
+        ys.update(_checked(n, {k: y_shapes[k] for k in given}, given))
     else:
-        full = jax.tree.map(lambda a: jax.ShapeDtypeStruct((n, *a.shape), a.dtype), y_shapes)
-        check_into(into, full)
-        ys = into
+        ys = _checked(n, y_shapes, into)
     if place is not None:
         ys = place(ys)
 
@@ -71,6 +74,13 @@ def record_scan(
         return carry, ys
 
     return jax.lax.fori_loop(0, n, step, (carry, ys))
+
+
+def _checked(n: int, y_shapes, into):
+    """`into`, raising where it is not the [n, ...] buffers of outputs `y_shapes`."""
+    full = jax.tree.map(lambda a: jax.ShapeDtypeStruct((n, *a.shape), a.dtype), y_shapes)
+    check_into(into, full)
+    return into
 
 
 def _distinct_buffers(n: int, avals):

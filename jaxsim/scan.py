@@ -18,7 +18,17 @@ from jaxsim.record_scan import record_scan
 from jaxsim.reuse import donating
 from jaxsim.spaces import Space
 from jaxsim.trajectory import STEP_OUTPUTS, RolloutState, Trajectory
-from jaxsim.transition import Carry, Lanes, initial_carry, policy_step, stack_obs
+from jaxsim.transition import (
+    Carry,
+    Lanes,
+    expand_obs,
+    initial_carry,
+    policy_step,
+    record_obs,
+    stack_obs,
+)
+
+OBS_FIELDS = ("obs", "next_obs")
 
 
 def check_action(space: Space, action, num_envs: int) -> None:
@@ -137,6 +147,8 @@ def _scan_rollout(spec: RolloutSpec, inputs: RolloutInputs, into):
     else:
         policy_inputs = keys.policy_keys(n)
     fields = spec.fields
+    # Observations recorded as the environment's compact components, expanded after the loop.
+    packed = [name for name in OBS_FIELDS if name in fields and env.obs_record_dtype is not None]
 
     adapter = ScanPolicy(policy, space, num_envs)
 
@@ -148,15 +160,28 @@ def _scan_rollout(spec: RolloutSpec, inputs: RolloutInputs, into):
         carry, values = policy_step(
             env, lanes, adapter, policy_input, carry, params, params_axes, t, draws, step_keys
         )
-        values["next_obs"] = stack_obs(env, values["next_obs"])
+        if packed:
+            values["obs"] = record_obs(env, values["obs_columns"])
+            values["next_obs"] = record_obs(env, values["next_obs"])
+        else:
+            values["next_obs"] = stack_obs(env, values["next_obs"])
         out = sharding.constrain({name: values[name] for name in fields}, mesh)
         return sharding.constrain(carry, mesh), out
 
     with jax.named_scope("rollout"):
         into = None if into is None else dict(zip(fields, into, strict=True))
+        # A donated observation buffer is not written in the loop: the observations are
+        # expanded into it after (the whole buffer updated, so the program keeps it as input).
+        kept = {name: into.pop(name) for name in packed} if into else {}
+        into = into and {**into, **dict.fromkeys(kept)}
         carry, record = record_scan(
             body, carry, (steps, policy_inputs), place=_split_batch_axis(mesh), into=into
         )
+        for name in packed:
+            record[name] = expand_obs(env, record[name])
+            if name in kept:
+                zero = (0,) * record[name].ndim
+                record[name] = jax.lax.dynamic_update_slice(kept[name], record[name], zero)
     record = sharding.constrain(record, mesh, batch_axis=1)
     per_step = {name: record.get(name) for name in STEP_OUTPUTS}
     stats = carry.sums.stats() if with_sums else None

@@ -249,7 +249,8 @@ def policy_step(
 
     Returns:
       (carry after the step, values): `batch_step`'s record plus `obs` (the adapter's view),
-      `action` and `extras`; in checked mode the carry records this step's checks.
+      `obs_columns` (the components it was made from), `action` and `extras`; in checked mode
+      the carry records this step's checks.
     """
     step_params, step_axes = with_episode_params(params, params_axes, carry.episode_params)
     columns = lanes.observe(env, carry.env_state, step_params, step_axes)
@@ -262,7 +263,7 @@ def policy_step(
             env, lanes, carry, action, params, params_axes, counter, draws, keys
         )
     carry = carry.checked(env, t, columns, action, extras, record, step_params, step_axes)
-    return carry, dict(record, obs=obs, action=action, extras=extras)
+    return carry, dict(record, obs=obs, obs_columns=columns, action=action, extras=extras)
 
 
 def initial_carry(
@@ -284,16 +285,22 @@ def stack_obs(env, columns: Iterable[jax.Array]) -> jax.Array:
 
     float32 components [batch] are stacked into obs[batch, obs_dim], turned into
     obs[batch, *env.obs_shape] where the environment declares one, of `env.obs_dtype` (float32;
-    bool for MinAtar's grid); an environment with
-    `array_obs` gives its whole observation as its one component, and one with `obs_shape` may
-    too (a [batch, *obs_shape] array: cheaper to compile than its columns, where no kernel needs
-    them).
+    bool for MinAtar's grid); an environment with `array_obs` gives its whole observation as
+    its one component.
     """
     columns = list(columns)
     if env.array_obs:
         return columns[0]
-    shape = env.obs_shape
-    if shape is not None and len(columns) == 1 and columns[0].shape[-len(shape) :] == shape:
-        return columns[0].astype(env.obs_dtype)
-    obs = jnp.stack(columns, axis=-1)
-    return (obs if shape is None else env.obs_from_components(obs)).astype(env.obs_dtype)
+    return expand_obs(env, jnp.stack(columns, axis=-1))
+
+
+def record_obs(env, columns: Iterable[jax.Array]) -> jax.Array:
+    """Observation components -> the [batch, k] `env.obs_record_dtype` array a rollout records
+    for an environment that rebuilds its observations after the loop (`expand_obs`)."""
+    return jnp.stack(list(columns), axis=-1).astype(env.obs_record_dtype)
+
+
+def expand_obs(env, stacked: jax.Array) -> jax.Array:
+    """[..., k] stacked components -> obs[..., *obs_shape] of `env.obs_dtype`."""
+    obs = stacked if env.obs_shape is None else env.obs_from_components(stacked)
+    return obs.astype(env.obs_dtype)

@@ -43,6 +43,26 @@ def test_record_scan_equals_lax_scan(n):
         np.testing.assert_array_equal(g, w)
 
 
+def test_record_scan_writes_into_the_given_buffers_and_starts_none_fresh():
+    carry = jnp.linspace(-1.0, 1.0, 6, dtype=jnp.float32)
+    xs = (jnp.arange(5, dtype=jnp.int32), jnp.linspace(0.5, 0.9, 5, dtype=jnp.float32))
+
+    def body(c, x):
+        c, y = _body(c, x)
+        return c, {name: y[name] for name in ("a", "b", "i", "j", "small")}
+
+    _, want = jax.jit(lambda c, xs: jax.lax.scan(body, c, xs))(carry, xs)
+    into = {name: jnp.zeros(w.shape, w.dtype) for name, w in want.items()}
+    into["small"] = None  # no buffer given: this one starts fresh
+    pointers = {k: v.unsafe_buffer_pointer() for k, v in into.items() if v is not None}
+    run = jax.jit(lambda c, xs, into: record_scan(body, c, xs, into=into), donate_argnums=2)
+    _, got = run(carry, xs, into)
+    for name, w in want.items():
+        np.testing.assert_array_equal(got[name], w, err_msg=name)
+    for name, pointer in pointers.items():
+        assert got[name].unsafe_buffer_pointer() == pointer, f"{name} was not written in place"
+
+
 def test_record_scan_rejects_ragged_xs():
     with pytest.raises(ValueError, match="one leading length"):
         record_scan(_body, jnp.zeros(3), (jnp.arange(4), jnp.ones(5)))

@@ -33,6 +33,8 @@ def _leaves(traj):
         ("CartPole-v1", "random", "all"),
         ("CartPole-v1", _with_extras, "all"),
         ("Pendulum-v1", "random", "rewards"),
+        # The grid is recorded as row words and expanded after the loop, into the donated buffer.
+        ("MinAtar/Breakout-v0", "random", "all"),
     ],
 )
 def test_out_reuses_the_buffers_and_equals_a_fresh_rollout(env_id, policy, outputs):

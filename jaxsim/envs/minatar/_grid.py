@@ -2,10 +2,11 @@
 
 A game's board is described channel by channel as 10 int32 row words (bit x of word y set: the
 cell at row y, column x is on). Words are cheap to build from object positions with shifts, and
-a cell is one shift and mask away. The fused kernel writes the words, 10 * C columns of [lanes]
-(a tenth of the cells' bytes, and no array of a size Triton cannot lower: 10 is no power of two),
-unpacked into the [10, 10, C] grid outside it. Every helper works on arrays of any batch shape
-(scalars under `vmap`, [B] in a kernel).
+a cell is one shift and mask away. Both backends record the words, 10 * C numbers per step (the
+fused kernel as columns of [lanes]: no array of a size Triton cannot lower, 10 being no power of
+two), and unpack them into the [10, 10, C] grid after their loop (`unpack`): a fifth of the
+cells' bytes pass through the loop. Every helper works on arrays of any batch shape (scalars
+under `vmap`, [B] in a kernel).
 """
 
 from __future__ import annotations
@@ -84,11 +85,6 @@ def unpack(packed, num_channels: int):
     w = w.reshape(*w.shape[:-1], SIZE, num_channels)  # [..., y, c]
     x = jnp.arange(SIZE, dtype=jnp.int32)[:, None]  # [x, 1]: broadcasts against [..., y, 1, c]
     return jnp.right_shift(w[..., :, None, :], x) & 1
-
-
-def grid_array(channels):
-    """The observation as one int32 array [..., 10, 10, C], in a handful of vector operations."""
-    return unpack(jnp.stack(words(channels), axis=-1), len(channels))
 
 
 def cells(packed_columns, num_channels: int) -> tuple:

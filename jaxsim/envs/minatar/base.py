@@ -71,6 +71,7 @@ class MinAtarEnv(Env):
     params_type = MinAtarParams
     config_type = MinAtarConfig
     obs_dtype = jnp.bool_
+    obs_record_dtype = jnp.uint16  # row words below 2**10
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -101,13 +102,9 @@ class MinAtarEnv(Env):
         return state, jnp.asarray(reward, jnp.float32), jnp.asarray(terminal, jnp.bool_)
 
     def obs_fields(self, state, params):
-        """One environment's grid as one [10, 10, C] component; on a block of lanes (the fused
-        kernel, whose state leaves are [B]) the packed row words, 10 * C columns of [B]
-        (`obs_from_components` unpacks them)."""
-        rows = self.rows(state, params)
-        if jnp.ndim(state.time) == 0:
-            return (grid.grid_array(rows),)
-        return grid.words(rows)
+        """The packed row words, 10 * C components (`obs_from_components` unpacks them): what
+        the fused kernel writes and a rollout records (uint16, `obs_record_dtype`)."""
+        return grid.words(self.rows(state, params))
 
     def obs_from_components(self, stacked):
         return grid.unpack(stacked, self.num_channels).astype(jnp.bool_)
