@@ -147,7 +147,7 @@ def test_rejax_cases_run_both_sides_on_one_environment_to_one_target():
     # gymnax's Breakout-MinAtar on both sides: jaxsim through its gymnax adapter.
     assert (breakout.env_id, breakout.peer_env) == ("gymnax/Breakout-MinAtar", "Breakout-MinAtar")
     assert breakout.target == rejax_case.BREAKOUT_TARGET == 5.0
-    # Only the stop check's period is overridden: 2 updates of 64 x 64 steps, rejax's eval_freq.
+    # Only the stop check's period is overridden: 8 updates of 16 x 64 steps, rejax's eval_freq.
     from agents.presets import config_for
 
     config = config_for(breakout.env_id, "ppo", **breakout.jaxsim_overrides)
@@ -244,7 +244,7 @@ def test_rejax_breakout_case_runs_its_sides_and_reports_a_row(tmp_path, monkeypa
     assert registry.record_problems(record) == []
     case = record["cases"]["rejax_ppo_breakout"]
     assert (case["env"], case["target"]) == ("gymnax/Breakout-MinAtar", 5.0)
-    assert calls[0] == ("ppo", "gymnax/Breakout-MinAtar", 5.0, None, {"log_every": 2})
+    assert calls[0] == ("ppo", "gymnax/Breakout-MinAtar", 5.0, None, {"log_every": 8})
     assert calls[2][2][:3] == ["ppo", "--env", "Breakout-MinAtar"]
     # rejax's last seed at 12 s over 2 seeds = 6 s per seed; jaxsim 3 s cold, 1.5 s warm.
     ratios = case["comparison"]["ratios"]
