@@ -162,6 +162,7 @@ def main() -> None:
     check_fn = jax.jit(jax.vmap(check, in_axes=(0, 0, None)), static_argnums=2)
     t_start = time.perf_counter()
     ts = jax.block_until_ready(jax.jit(jax.vmap(algo.init_state))(keys))
+    init_s = time.perf_counter() - t_start  # its compile in; not in train_wall_s
     train = jax.jit(jax.vmap(train_chunk))
     train_s, first_chunk_s, steps, curve = 0.0, None, 0, []
     solved_at: list[dict | None] = [None] * a.seeds
@@ -203,6 +204,7 @@ def main() -> None:
                 "solved_at": solved_at,
                 "train_wall_s": train_s,
                 "first_chunk_s": first_chunk_s,
+                "init_s": init_s,
                 "curve": curve,
                 "load_before": load_before,
                 "load_after": os.getloadavg()[0],
