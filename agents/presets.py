@@ -58,11 +58,12 @@ _PPO_PENDULUM: dict[str, Any] = dict(
 # PPOConfig's (a 64-64 tanh MLP on the flattened [10, 10, 4] observations, no conv net;
 # ent_coef 0.01, 1e-4 there). Chosen for time to a confirmed 5 (the rejax_ppo_breakout peers
 # case), 3 seeds, a stop check every 8,192 steps, on the 2-core CPU at load 4-7: these reached
-# 5 on all seeds by 24.6k steps (19.6 s whole process); the previous preset (64 envs, lr 5e-4)
-# by 82k (40 s); 64 envs at lr 1e-3 and 2.5e-3 by 41k; 16 envs at the old lr 5e-4 by 49k, at
-# 2.5e-3 by 24.6k (noisier compile); 8 envs at 1e-3 by 24.6k at half the steps/s; 16 envs with
-# 4 minibatches by 49k. Over the whole 1M steps they also evaluate higher: 7.5 +- 0.7 (8.5, 7,
-# 7) in 156 s against the previous preset's 6.3 +- 0.2 in 488 s (random 0.41).
+# 5 on all seeds by 24.6k steps (19.6 s whole process; --seed 1's seeds too); the previous
+# preset (64 envs, lr 5e-4) by 82k (40 s); 64 envs at lr 1e-3 and 2.5e-3 by 41k; 16 envs at
+# the old lr 5e-4 by 49k, at 2.5e-3 by 24.6k (noisier compile); 8 envs at 1e-3 by 24.6k at
+# half the steps/s; 16 envs with 4 minibatches by 49k. Over the whole 1M steps they also
+# evaluate higher: 7.5 +- 0.7 (8.5, 7, 7) in 156 s against the previous preset's 6.3 +- 0.2 in
+# 488 s (random 0.41).
 _PPO_BREAKOUT: dict[str, Any] = dict(
     total_steps=1_000_000,
     num_envs=16,
