@@ -11,9 +11,10 @@ CARTPOLE_TARGET = 475.0  # CartPole-v1's return to solve, every algorithm
 # Breakout-MinAtar's target. gymnax-blines' PPO checkpoint scores 28, but rejax's published run
 # (peer_rejax.BREAKOUT: cleanRL's ppo.py defaults, 500k steps, as rejax's README states for its
 # Breakout-MinAtar benchmark) does not get near it: its deterministic evaluation (32 episodes)
-# reached 3.0 by 24k steps, 5.3-5.6 by 57k and stayed at 5.3-7.0 to 500k (3 seeds, recorded in
-# the commit that added this case). 5 is a score every rejax seed reaches and holds, and jaxsim's
-# preset reaches too (by 24.6k steps, 3 seeds; agents/presets.py); random play scores 0.41.
+# reached 3.0 by 24k steps and 5.5-5.6 on every seed by 57k, then held 5.25-7.0 (after one dip
+# to 3.75 at 66k) to the end of its 500k (3 seeds, `peer_rejax.py ppo --env Breakout-MinAtar
+# --seeds 3 --target 1000`). 5 is a score every rejax seed reaches and holds, and jaxsim's preset
+# reaches too (by 24.6k steps, 3 seeds; agents/presets.py); random play scores 0.41.
 BREAKOUT_TARGET = 5.0
 
 
