@@ -204,14 +204,14 @@ def _rejax_result(walls: list[float | None], first_chunk_s: float = 6.0) -> dict
 def test_rejax_summary_is_the_last_seeds_solve_over_the_seeds():
     from benchmarks.peers import rejax_case
 
-    summary = rejax_case.peer_summary(_rejax_result([9.0, 12.0, 10.5]), 3)
+    summary = rejax_case.peer_summary({**_rejax_result([9.0, 12.0, 10.5]), "init_s": 3.0}, 3)
     assert summary["train_wall_s_per_seed"] == pytest.approx(4.0)
     assert summary["train_wall_s_per_seed_without_first_chunk"] == pytest.approx(2.0)
-    unsolved = rejax_case.peer_summary(_rejax_result([9.0, None]), 2)
-    assert unsolved == {
-        "train_wall_s_per_seed": None,
-        "train_wall_s_per_seed_without_first_chunk": None,
-    }
+    assert summary["train_wall_s_per_seed_init_in"] == pytest.approx(5.0)  # (12 + 3) / 3
+    # A record from before init_s was kept: no init-in figure.
+    assert rejax_case.peer_summary(_rejax_result([9.0]), 1)["train_wall_s_per_seed_init_in"] is None
+    unsolved = rejax_case.peer_summary({**_rejax_result([9.0, None]), "init_s": 3.0}, 2)
+    assert set(unsolved.values()) == {None}
 
 
 def test_rejax_breakout_case_runs_its_sides_and_reports_a_row(tmp_path, monkeypatch):
@@ -233,7 +233,7 @@ def test_rejax_breakout_case_runs_its_sides_and_reports_a_row(tmp_path, monkeypa
 
     def fake_peer(peer, script, args, timeout_s):
         calls.append((peer, script, args))
-        return {**_rejax_result([10.0, 12.0]), "seeds": 2, "load_after": 2.5,
+        return {**_rejax_result([10.0, 12.0]), "seeds": 2, "load_after": 2.5, "init_s": 3.0,
                 "versions": {"jax": "0.10.2"}}  # fmt: skip
 
     monkeypatch.setattr(jaxsim_solve, "solve_preset", fake_solve)
@@ -250,6 +250,7 @@ def test_rejax_breakout_case_runs_its_sides_and_reports_a_row(tmp_path, monkeypa
     ratios = case["comparison"]["ratios"]
     assert (ratios["cold"], ratios["warm"]) == (pytest.approx(2.0), pytest.approx(4.0))
     assert ratios["without_compile"] == pytest.approx(3.0)  # (12 - 6) / 2 over 1
+    assert ratios["cold_init_in"] == pytest.approx(2.5)  # (12 + 3) / 2 over 3
     (row,) = report.rows(record)
     assert row[0] == "rejax_ppo_breakout" and row[3].startswith("2x cold; 4x warm")
     assert row[4] == ">= 2x: met" and "jax 0.10.2" in row[2] and "2/2 seeds" in row[1]
