@@ -174,14 +174,15 @@ def rejax_solve(name: str, seeds: int, smoke: bool) -> dict[str, Any]:
     def versus(jx, key: str, theirs) -> float | None:
         return brax_case.ratio(theirs, jx[key]) if jx and jx["solved_all"] else None
 
+    # rejax's init (and its compile) counted as jaxsim's is: the like-for-like figures (records
+    # from before `init_s` was kept fall back to rejax's training wall alone).
+    rj_init_in = rejax["train_wall_s_per_seed_init_in"] or rj_per_seed
     ratios = {
-        "cold": versus(cold, "train_wall_s_per_seed", rj_per_seed),
-        "warm": versus(warm, "train_wall_s_per_seed", rj_per_seed),
+        "cold": versus(cold, "train_wall_s_per_seed", rj_init_in),
+        "warm": versus(warm, "train_wall_s_per_seed", rj_init_in),
         "without_compile": versus(cold, "train_wall_s_per_seed_without_compile", rj_without),
-        # rejax's init (and its compile) counted as jaxsim's is: the like-for-like cold figure.
-        "cold_init_in": versus(
-            cold, "train_wall_s_per_seed", rejax["train_wall_s_per_seed_init_in"]
-        ),
+        # rejax's init left out, jaxsim's in: the figure records before init_s reported.
+        "cold_rejax_init_out": versus(cold, "train_wall_s_per_seed", rj_per_seed),
     }
     return {
         "env": case.env_id,
@@ -191,8 +192,9 @@ def rejax_solve(name: str, seeds: int, smoke: bool) -> dict[str, Any]:
         "rejax": rejax,
         "comparison": {
             "metric": "training wall-clock per seed to the confirmed return (all seeds at once, "
-            "divided by the seeds; compile in, evaluations out), rejax / jaxsim; `ratio` is "
-            "jaxsim's cold run (a fresh compilation cache) against rejax as users run it",
+            "divided by the seeds; init and compile in, evaluations out), rejax / jaxsim; "
+            "`ratio` is jaxsim's cold run (a fresh compilation cache) against rejax as users "
+            "run it",
             **_verdict(ratios["cold"], SOLVE_TARGET),
             "ratios": ratios,
         },
