@@ -1,4 +1,5 @@
-"""rejax's PPO or DQN on gymnax CartPole-v1, run in the rejax peer venv; prints one JSON line.
+"""rejax's PPO or DQN on gymnax CartPole-v1 (or PPO on Breakout-MinAtar), run in the rejax peer
+venv; prints one JSON line.
 
 Runs under the peer venv's python (`benchmarks/peers/setup_envs.sh rejax`): rejax 0.1.3 needs
 gymnax 0.0.9 (its evaluation unpacks a 5-value step), jaxsim pins gymnax 1.x. It imports only
@@ -72,6 +73,33 @@ PUBLISHED = {
         normalize_observations=False,
     ),
 }
+# Breakout-MinAtar: rejax 0.1.3 as installed ships no configs folder (no MinAtar config); its
+# README's Breakout-MinAtar benchmark (img/speedup_minatar.png) says "the hyperparameters were set
+# to the default values of cleanRL": cleanRL's ppo.py defaults (4 envs x 128 steps, 4 epochs of
+# 4 minibatches, lr 2.5e-4, clip 0.2, ent 0.01, vf 0.5, grad norm 0.5, 500k steps, a 64-64 tanh
+# MLP) in rejax's fields. rejax has no lr annealing (cleanRL anneals) and no clipped value loss
+# switch; eval_freq (the stop check's period here) is 16 iterations. No DQN: the README names no
+# MinAtar DQN settings beyond "cleanRL's defaults", which are CartPole's.
+BREAKOUT = {
+    "ppo": dict(
+        env="Breakout-MinAtar",
+        agent_kwargs={"activation": "tanh"},
+        num_envs=4,
+        num_steps=128,
+        num_epochs=4,
+        num_minibatches=4,
+        learning_rate=0.00025,
+        max_grad_norm=0.5,
+        total_timesteps=500_000,
+        eval_freq=8192,
+        gamma=0.99,
+        gae_lambda=0.95,
+        clip_eps=0.2,
+        ent_coef=0.01,
+        vf_coef=0.5,
+    ),
+}
+SETTINGS = {"CartPole-v1": PUBLISHED, "Breakout-MinAtar": BREAKOUT}
 CHECK_EPISODES, CONFIRM_EPISODES = 32, 64  # CONFIRM >= agents.loop.MIN_EPISODES
 
 
@@ -96,13 +124,17 @@ def greedy_act(algo, name: str, ts):
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("algorithm", choices=sorted(PUBLISHED))
+    p.add_argument("--env", choices=sorted(SETTINGS), default="CartPole-v1")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--target", type=float, default=475.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--total-timesteps", type=int, default=None, help="budget (published)")
     a = p.parse_args()
     load_before = os.getloadavg()[0]
-    config = dict(PUBLISHED[a.algorithm])
+    if a.algorithm not in SETTINGS[a.env]:
+        p.error(f"no published rejax {a.algorithm} settings for {a.env}")
+    published = SETTINGS[a.env][a.algorithm]
+    config = dict(published)
     budget = a.total_timesteps or config["total_timesteps"]
     chunk_steps = config["eval_freq"]
     # rejax's schedules (DQN's epsilon) read total_timesteps: it stays the budget, and a chunk is
@@ -130,6 +162,7 @@ def main() -> None:
     check_fn = jax.jit(jax.vmap(check, in_axes=(0, 0, None)), static_argnums=2)
     t_start = time.perf_counter()
     ts = jax.block_until_ready(jax.jit(jax.vmap(algo.init_state))(keys))
+    init_s = time.perf_counter() - t_start  # its compile in; not in train_wall_s
     train = jax.jit(jax.vmap(train_chunk))
     train_s, first_chunk_s, steps, curve = 0.0, None, 0, []
     solved_at: list[dict | None] = [None] * a.seeds
@@ -161,16 +194,17 @@ def main() -> None:
         json.dumps(
             {
                 "algorithm": a.algorithm,
-                "env": "gymnax CartPole-v1",
+                "env": f"gymnax {a.env}",
                 "seeds": a.seeds,
                 "target": a.target,
-                "hyperparameters": PUBLISHED[a.algorithm],
+                "hyperparameters": published,
                 "budget_steps": budget,
                 "chunk_steps": chunk_steps,
                 "solved": [s is not None for s in solved_at],
                 "solved_at": solved_at,
                 "train_wall_s": train_s,
                 "first_chunk_s": first_chunk_s,
+                "init_s": init_s,
                 "curve": curve,
                 "load_before": load_before,
                 "load_after": os.getloadavg()[0],

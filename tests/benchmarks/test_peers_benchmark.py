@@ -137,3 +137,121 @@ def test_peer_scripts_import_nothing_from_this_repository(script):
     names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
     names += [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module]
     assert not [n for n in names if n.split(".")[0] in ("jaxsim", "agents", "benchmarks")]
+
+
+def test_rejax_cases_run_both_sides_on_one_environment_to_one_target():
+    from benchmarks.peers import rejax_case
+
+    assert set(rejax_case.CASES) <= set(measure.CASES)
+    breakout = rejax_case.CASES["rejax_ppo_breakout"]
+    # gymnax's Breakout-MinAtar on both sides: jaxsim through its gymnax adapter.
+    assert (breakout.env_id, breakout.peer_env) == ("gymnax/Breakout-MinAtar", "Breakout-MinAtar")
+    assert breakout.target == rejax_case.BREAKOUT_TARGET == 5.0
+    # Only the stop check's period is overridden: 8 updates of 16 x 64 steps, rejax's eval_freq.
+    from agents.presets import config_for
+
+    config = config_for(breakout.env_id, "ppo", **breakout.jaxsim_overrides)
+    assert set(breakout.jaxsim_overrides) == {"log_every"}
+    assert config.log_every * config.steps_per_update == 8192
+    args = rejax_case.peer_args(breakout, 3, smoke=False)
+    assert args == ["ppo", "--env", "Breakout-MinAtar", "--seeds", "3", "--target", "5.0"]
+    smoke = rejax_case.peer_args(breakout, 1, smoke=True)
+    assert smoke[-2:] == ["--total-timesteps", "8192"]
+    cartpole = rejax_case.peer_args(rejax_case.CASES["rejax_dqn"], 2, smoke=False)
+    assert cartpole[:3] == ["dqn", "--env", "CartPole-v1"] and "475.0" in cartpole
+
+
+def _literal(node):
+    """A literal written with `dict(key=...)` calls as well as literals."""
+    if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "dict":
+        return {k.arg: _literal(k.value) for k in node.keywords}
+    if isinstance(node, ast.Dict):
+        return {
+            ast.literal_eval(k): _literal(v) for k, v in zip(node.keys, node.values, strict=True)
+        }
+    return ast.literal_eval(node)
+
+
+def test_peer_rejax_publishes_breakout_settings_for_ppo_only():
+    # peer_rejax.py runs in the rejax venv: read its settings without importing it.
+    tree = ast.parse((_REPO / "benchmarks" / "peers" / "peer_rejax.py").read_text())
+    found = {
+        t.id: _literal(n.value)
+        for n in tree.body
+        if isinstance(n, ast.Assign)
+        for t in n.targets
+        if isinstance(t, ast.Name) and t.id == "BREAKOUT"
+    }
+    ppo = found["BREAKOUT"]["ppo"]
+    assert set(found["BREAKOUT"]) == {"ppo"}
+    # cleanRL's ppo.py defaults (rejax's README: its Breakout-MinAtar benchmark used them).
+    assert (ppo["num_envs"], ppo["num_steps"], ppo["num_epochs"], ppo["num_minibatches"]) == (
+        4, 128, 4, 4,
+    )  # fmt: skip
+    assert (ppo["learning_rate"], ppo["total_timesteps"]) == (2.5e-4, 500_000)
+    assert ppo["env"] == "Breakout-MinAtar"
+    assert ppo["eval_freq"] % (ppo["num_envs"] * ppo["num_steps"]) == 0
+
+
+def _rejax_result(walls: list[float | None], first_chunk_s: float = 6.0) -> dict:
+    return {
+        "solved": [w is not None for w in walls],
+        "solved_at": [w and {"step": 8192, "train_wall_s": w} for w in walls],
+        "first_chunk_s": first_chunk_s,
+    }
+
+
+def test_rejax_summary_is_the_last_seeds_solve_over_the_seeds():
+    from benchmarks.peers import rejax_case
+
+    summary = rejax_case.peer_summary({**_rejax_result([9.0, 12.0, 10.5]), "init_s": 3.0}, 3)
+    assert summary["train_wall_s_per_seed"] == pytest.approx(4.0)
+    assert summary["train_wall_s_per_seed_without_first_chunk"] == pytest.approx(2.0)
+    assert summary["train_wall_s_per_seed_init_in"] == pytest.approx(5.0)  # (12 + 3) / 3
+    # A record from before init_s was kept: no init-in figure.
+    assert rejax_case.peer_summary(_rejax_result([9.0]), 1)["train_wall_s_per_seed_init_in"] is None
+    unsolved = rejax_case.peer_summary({**_rejax_result([9.0, None]), "init_s": 3.0}, 2)
+    assert set(unsolved.values()) == {None}
+
+
+def test_rejax_breakout_case_runs_its_sides_and_reports_a_row(tmp_path, monkeypatch):
+    from benchmarks.peers import jaxsim_solve
+
+    python = tmp_path / "envs" / "rejax" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.touch()
+    monkeypatch.setenv("PEER_ENVS", str(tmp_path / "envs"))
+    calls = []
+
+    def fake_solve(algorithm, env_id, seeds, cache, target, budget=None, overrides=None):
+        calls.append((algorithm, env_id, target, budget, overrides))
+        per_seed = 3.0 if len(calls) == 1 else 1.5  # cold, then warm
+        return {"seeds": seeds, "solved": [True] * seeds, "solved_all": True,
+                "train_wall_s_per_seed": per_seed, "loop_compile_s": 6.0,
+                "train_wall_s_per_seed_without_compile": 1.0, "compile_s": 7.0,
+                "curve": [{"load": 2.0}]}  # fmt: skip
+
+    def fake_peer(peer, script, args, timeout_s):
+        calls.append((peer, script, args))
+        return {**_rejax_result([10.0, 12.0]), "seeds": 2, "load_after": 2.5, "init_s": 3.0,
+                "versions": {"jax": "0.10.2"}}  # fmt: skip
+
+    monkeypatch.setattr(jaxsim_solve, "solve_preset", fake_solve)
+    monkeypatch.setattr(measure, "run_peer", fake_peer)
+    out = tmp_path / "peers.json"
+    assert measure.main(["--cases", "rejax_ppo_breakout", "--seeds", "2", "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert registry.record_problems(record) == []
+    case = record["cases"]["rejax_ppo_breakout"]
+    assert (case["env"], case["target"]) == ("gymnax/Breakout-MinAtar", 5.0)
+    assert calls[0] == ("ppo", "gymnax/Breakout-MinAtar", 5.0, None, {"log_every": 8})
+    assert calls[2][2][:3] == ["ppo", "--env", "Breakout-MinAtar"]
+    # rejax: its last seed at 12 s plus its init's 3 s, over 2 seeds = 7.5 s per seed, as
+    # jaxsim's 3 s cold and 1.5 s warm hold jaxsim's init.
+    ratios = case["comparison"]["ratios"]
+    assert (ratios["cold"], ratios["warm"]) == (pytest.approx(2.5), pytest.approx(5.0))
+    assert ratios["without_compile"] == pytest.approx(3.0)  # (12 - 6) / 2 over 1
+    assert ratios["cold_rejax_init_out"] == pytest.approx(2.0)  # 12 / 2 over 3
+    (row,) = report.rows(record)
+    assert row[0] == "rejax_ppo_breakout" and row[3].startswith("2.5x cold; 5x warm")
+    assert row[4] == ">= 2x: met" and "jax 0.10.2" in row[2] and "2/2 seeds" in row[1]
