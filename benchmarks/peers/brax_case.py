@@ -213,3 +213,35 @@ def ratio(theirs: float | None, ours: float | None) -> float | None:
     if not theirs or not ours or not np.isfinite(theirs) or not np.isfinite(ours):
         return None
     return float(theirs) / float(ours)
+
+
+# brax's SAC side (peer_brax.py `sac-solve`): its settings' name in peer_brax.SAC_SETTINGS (its
+# training notebook's SAC settings; brax publishes none for inverted_pendulum) and, in smoke
+# runs, a budget of two training steps past the notebook's 8,192-transition prefill.
+BRAX_SAC_SETTINGS = "notebook"
+BRAX_SAC_SMOKE = ("--num-timesteps", "8448", "--num-evals", "2")
+SAC_SMOKE_STEPS = 2048  # jaxsim's SAC budget in smoke runs
+
+
+def brax_sac_args(seed: int, target: float, smoke: bool) -> list[str]:
+    """peer_brax.py's arguments for one seed of brax's SAC to `target` on inverted_pendulum."""
+    args = ["sac-solve", "--env", "inverted_pendulum", "--sac-settings", BRAX_SAC_SETTINGS]
+    args += ["--seed", str(seed), "--target", str(target)]
+    return args + (list(BRAX_SAC_SMOKE) if smoke else [])
+
+
+def brax_sac_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per seed (one brax process each): solved by the rule and its `brax_solve_summary`; the
+    mean training time to the target when every seed solved."""
+    per_seed = [brax_solve_summary(r) for r in runs]
+    solved = [s["solved"] for s in per_seed]
+    walls = [s["train_wall_s_to_target"] for s in per_seed]
+    return {
+        "solved_per_seed": solved,
+        "solved_all": all(solved),
+        "train_wall_s_to_target_per_seed": walls,
+        "train_wall_s_per_seed": statistics.mean(walls) if solved and all(solved) else None,
+        "steps_to_target_per_seed": [s["steps_to_target"] for s in per_seed],
+        "best_eval_return_per_seed": [s["best_eval_return"] for s in per_seed],
+        "seeds": len(runs),
+    }
