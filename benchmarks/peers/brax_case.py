@@ -56,19 +56,29 @@ BRAX_PUBLISHED = {
 }
 
 
-def steps_per_update(env: str) -> int:
+def published(env: str, shrink: int = 1) -> dict[str, Any]:
+    """brax's published settings for `env`, its envs and batch divided by `shrink` (smoke runs
+    only: the same unroll and minibatches, so the same steps per env per update)."""
+    p = dict(BRAX_PUBLISHED[env])
+    p["num_envs"] //= shrink
+    p["batch_size"] //= shrink
+    return p
+
+
+def steps_per_update(env: str, shrink: int = 1) -> int:
     """Env steps brax's trainer takes per training step (batch x minibatches x unroll)."""
-    p = BRAX_PUBLISHED[env]
+    p = published(env, shrink)
     return p["batch_size"] * p["num_minibatches"] * p["unroll_length"]
 
 
-def equal_config(env: str, **overrides) -> PPOConfig:
-    """brax's published settings for `env` as a jaxsim `PPOConfig` (see the module docstring)."""
-    p = BRAX_PUBLISHED[env]
+def equal_config(env: str, shrink: int = 1, **overrides) -> PPOConfig:
+    """brax's published settings for `env` as a jaxsim `PPOConfig` (see the module docstring);
+    `shrink` as in `published`."""
+    p = published(env, shrink)
     fields: dict[str, Any] = dict(
         total_steps=p["num_timesteps"],
         num_envs=p["num_envs"],
-        num_steps=steps_per_update(env) // p["num_envs"],
+        num_steps=steps_per_update(env, shrink) // p["num_envs"],
         update_epochs=p["num_updates_per_batch"],
         num_minibatches=p["num_minibatches"],
         learning_rate=p["learning_rate"],
@@ -88,10 +98,10 @@ def equal_config(env: str, **overrides) -> PPOConfig:
     return PPOConfig(**{**fields, **overrides})
 
 
-def jaxsim_speed(env: str, chunk: int, repeats: int) -> dict[str, Any]:
+def jaxsim_speed(env: str, chunk: int, repeats: int, shrink: int = 1) -> dict[str, Any]:
     """Training env-steps/s of jaxsim's loop (`Agent.jit_run`, one seed) at `equal_config`:
     a first chunk of `chunk` updates compiles, then `repeats` timed chunks (their median)."""
-    config = equal_config(env)
+    config = equal_config(env, shrink)
     agent = PPO(config, jaxsim.make(f"brax/{env}"))
     t0 = time.perf_counter()
     with CompileWatcher() as watch:
@@ -107,6 +117,7 @@ def jaxsim_speed(env: str, chunk: int, repeats: int) -> dict[str, Any]:
     steps = chunk * config.steps_per_update
     return {
         "config": config.to_dict(),
+        "batch_shrink": shrink,
         "env_steps_per_chunk": steps,
         "chunk_wall_s": walls,
         "sps": steps / statistics.median(walls),

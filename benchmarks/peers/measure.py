@@ -111,18 +111,23 @@ def _verdict(value: float | None, target: float) -> dict[str, Any]:
 # chunk): ant's published batch is 327,680 env steps per training step, ~2 x inverted_pendulum's,
 # on a simulator ~10x dearer per step, so it times one; the batch shape stays brax's.
 SPEED_REPEATS = {"inverted_pendulum": 3, "ant": 1}
+# Smoke runs only (nothing there is a result): ant's envs and batch / 16 on both sides, so that
+# checking the case runs does not cost a full-batch compile and step.
+SMOKE_SHRINK = {"inverted_pendulum": 1, "ant": 16}
 
 
 def brax_speed(env: str, smoke: bool) -> dict[str, Any]:
     """jaxsim's loop and brax's trainer at brax's settings for `env`; for inverted_pendulum,
     brax's own networks and jaxsim's environment alone beside."""
     chunk, repeats = (1, 1) if smoke else (1, SPEED_REPEATS[env])
+    shrink = SMOKE_SHRINK[env] if smoke else 1
     extras = env == "inverted_pendulum" and not smoke
-    jx = brax_case.jaxsim_speed(env, chunk, repeats)
+    jx = brax_case.jaxsim_speed(env, chunk, repeats, shrink)
     # Where the loop's time goes: the same envs and steps stepped alone, no learning.
     env_only = brax_case.rollout_only_speed(env, repeats) if extras else None
     # Two more epochs than timed repeats: brax's trainer compiles during its first two.
     args = ["speed", "--env", env, "--epochs", str(repeats + 2), "--steps-per-epoch", str(chunk)]
+    args += ["--shrink", str(shrink)] if shrink > 1 else []
     brax = run_peer("brax", "peer_brax.py", args, 3600)
     brax_own = (
         run_peer("brax", "peer_brax.py", [*args, "--network", "brax"], 3600) if extras else None
@@ -130,6 +135,7 @@ def brax_speed(env: str, smoke: bool) -> dict[str, Any]:
     return {
         "env": env,
         "timed_training_steps": repeats * chunk,
+        "batch_shrink": shrink,  # 1: brax's published envs and batch
         "jaxsim": jx,
         "jaxsim_env_only": env_only,
         "brax": brax,

@@ -133,15 +133,18 @@ def env_steps_per_training_step(hp: dict) -> int:
     return hp["batch_size"] * hp["num_minibatches"] * hp["unroll_length"] * hp["action_repeat"]
 
 
-def speed(env_name: str, network: str, epochs: int, steps_per_epoch: int) -> dict:
-    """`epochs` training epochs of `steps_per_epoch` training steps each, no evaluations."""
-    probe = hyperparameters(env_name, network)
+def speed(env_name: str, network: str, epochs: int, steps_per_epoch: int, shrink: int) -> dict:
+    """`epochs` training epochs of `steps_per_epoch` training steps each, no evaluations; the
+    published envs and batch divided by `shrink` (smoke runs only)."""
+    sizes = {k: PUBLISHED[env_name][k] // shrink for k in ("num_envs", "batch_size")}
+    probe = hyperparameters(env_name, network, **sizes)
     per_step = env_steps_per_training_step(probe)
     hp = hyperparameters(
         env_name,
         network,
         num_timesteps=epochs * steps_per_epoch * per_step,
         num_evals=epochs + 1,
+        **sizes,
     )
     points = []
 
@@ -165,6 +168,8 @@ def speed(env_name: str, network: str, epochs: int, steps_per_epoch: int) -> dic
     first_s = points[min(COMPILING_EPOCHS, len(points)) - 1]["walltime"]
     steady_epoch_s = steps_per_epoch * per_step / float(np.median(steady)) if steady else None
     return {
+        "batch_shrink": shrink,
+        "hyperparameters": _printable(hp),
         "env_steps_per_training_step": per_step,
         "epochs": points,
         "steady_sps": float(np.median(steady)) if steady else None,
@@ -282,6 +287,7 @@ def sac_solve(
         if "training/sps" in metrics:
             point["sps"] = float(metrics["training/sps"])
         curve.append(point)
+        print(f"[brax sac] {json.dumps(point)}", file=sys.stderr, flush=True)  # stdout: result
         if step == 0 or point["eval_return"] < target:
             return
         t = time.perf_counter()
@@ -325,6 +331,7 @@ def main() -> None:
     p.add_argument("--network", default="jaxsim", choices=("jaxsim", "brax"))
     p.add_argument("--epochs", type=int, default=5, help="speed: epochs (2 compile)")
     p.add_argument("--steps-per-epoch", type=int, default=2, help="speed: training steps/epoch")
+    p.add_argument("--shrink", type=int, default=1, help="speed: envs and batch / this (smoke)")
     p.add_argument("--sac-settings", default="notebook", choices=sorted(SAC_SETTINGS))
     p.add_argument("--target", type=float, default=1000.0)
     p.add_argument("--seed", type=int, default=0)
@@ -333,7 +340,7 @@ def main() -> None:
     a = p.parse_args()
     load_before = _load()
     if a.mode == "speed":
-        out = speed(a.env, a.network, a.epochs, a.steps_per_epoch)
+        out = speed(a.env, a.network, a.epochs, a.steps_per_epoch, a.shrink)
     elif a.mode == "solve":
         out = solve(a.env, a.network, a.target, a.seed, a.num_timesteps, a.num_evals)
     else:
@@ -343,7 +350,7 @@ def main() -> None:
     out.update(
         mode=a.mode,
         env=a.env,
-        network=a.network,
+        network="brax" if a.mode == "sac-solve" else a.network,  # SAC: brax's own networks
         seed=a.seed,
         load_before=load_before,
         load_after=_load(),

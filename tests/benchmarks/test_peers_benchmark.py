@@ -154,8 +154,8 @@ def test_ant_speed_case_keeps_brax_published_batch_and_times_one_step(tmp_path, 
     _fake_brax_venv(tmp_path, monkeypatch)
     calls = []
 
-    def fake_speed(env, chunk, repeats):
-        calls.append(("jaxsim", env, chunk, repeats))
+    def fake_speed(env, chunk, repeats, shrink):
+        calls.append(("jaxsim", env, chunk, repeats, shrink))
         return {"sps": 30_000.0, "compile_s": 90.0, "load": [2.0]}
 
     def fake_peer(peer, script, args, timeout_s):
@@ -173,7 +173,9 @@ def test_ant_speed_case_keeps_brax_published_batch_and_times_one_step(tmp_path, 
     assert case["env"] == "ant" and case["timed_training_steps"] == 1
     # One timed step per side: brax's two compiling epochs plus one; no brax-network run on ant.
     brax_args = ["speed", "--env", "ant", "--epochs", "3", "--steps-per-epoch", "1"]
-    assert calls == [("jaxsim", "ant", 1, 1), ("brax", "peer_brax.py", brax_args)]
+    assert calls == [("jaxsim", "ant", 1, 1, 1), ("brax", "peer_brax.py", brax_args)]
+    assert case["batch_shrink"] == 1  # brax's published batch, never shrunk outside smoke runs
+    assert brax_case.equal_config("ant", shrink=16).num_steps == 80  # smoke: same steps per env
     assert case["comparison"]["ratio"] == pytest.approx(1.5)
     (row,) = report.rows(record)
     assert row[0] == "brax_ppo_speed_ant" and row[3] == "1.5x (jaxsim/brax)" and "met" in row[4]
