@@ -239,3 +239,11 @@ def test_brax_sac_gives_no_ratio_unless_every_seed_solved_and_smoke_is_tiny():
     steps = int(smoke[smoke.index("--num-timesteps") + 1])
     # Just past brax's notebook prefill (8,192 transitions) by two 128-env training steps.
     assert steps == 8192 + 2 * 128
+
+
+def test_sac_preset_for_brax_pendulum_is_one_gradient_step_per_env_step_to_1000():
+    from agents.presets import config_for, target_for
+
+    config = config_for("brax/inverted_pendulum", "sac")
+    assert config.gradient_steps == config.num_envs * config.num_steps == 64
+    assert target_for("brax/inverted_pendulum", "sac") == brax_case.TARGETS["inverted_pendulum"]
