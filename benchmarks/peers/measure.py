@@ -26,8 +26,9 @@ Cases:
                   them (64-64 networks); target >= 2x sooner.
   brax_sac_solve  training time per seed (compile in, evaluations out) to an evaluation return
                   of 1000 on inverted_pendulum: brax's SAC trainer (one process per seed) at its
-                  training notebook's SAC settings (it publishes none for inverted_pendulum), its
-                  own 256-256 networks; jaxsim's SAC preset for brax/inverted_pendulum, every seed
+                  SAC test's settings (it publishes none for inverted_pendulum; its notebook's
+                  hopper settings solved later, brax_case.BRAX_SAC_SETTINGS), its own 256-256
+                  networks; jaxsim's SAC preset for brax/inverted_pendulum, every seed
                   at once (`agents.train sac --seeds N`), its time / N; target >= 2x sooner.
   rejax_ppo, rejax_dqn  time per seed to 475 on CartPole-v1, every seed at once on both sides:
                   jaxsim's agents.train preset vs rejax's published gymnax config; target >= 2x.

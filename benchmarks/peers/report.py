@@ -183,7 +183,7 @@ def peers_section(r, base: Path, plot: Path | None = None) -> str:
         "episodes (keys apart) did too. Times are training wall-clock (compile in, evaluations "
         "out); the speed rows are training env-steps/s at brax's published PPO settings "
         "(inverted_pendulum, ant) with both sides on 64-64 networks; brax_sac_solve is "
-        "per seed, brax's trainer at its notebook's SAC settings (one process per seed) beside "
+        "per seed, brax's trainer at its SAC test's settings (one process per seed) beside "
         "jaxsim's SAC preset (every seed at once, its time / seeds); the sbx rows are whole "
         "processes per seed as users run them (start to exit: imports, compile and "
         "evaluations in). Load: the 1-minute load average beside each figure."
