@@ -109,8 +109,9 @@ def _verdict(value: float | None, target: float) -> dict[str, Any]:
 
 
 # Timed training steps per side (after brax's two compiling epochs and jaxsim's compiling first
-# chunk): ant's published batch is 327,680 env steps per training step, ~2 x inverted_pendulum's,
-# on a simulator ~10x dearer per step, so it times one; the batch shape stays brax's.
+# chunk): ant's published batch is 327,680 env steps per training step, 2x inverted_pendulum's,
+# on a dearer simulator, so it times one to keep each side to minutes on 2 cores; the batch
+# shape stays brax's.
 SPEED_REPEATS = {"inverted_pendulum": 3, "ant": 1}
 # Smoke runs only (nothing there is a result): ant's envs and batch / 16 on both sides, so that
 # checking the case runs does not cost a full-batch compile and step.
