@@ -4,6 +4,8 @@ Usage:
   bash benchmarks/peers/setup_envs.sh                # once: the peers' own venvs (.peer_envs/)
   python -m benchmarks.peers                         # brax speed + time to 1000, rejax PPO/DQN
   python -m benchmarks.peers --cases rejax_ppo --seeds 1
+  python -m benchmarks.peers --cases brax_sac_solve --seeds 3   # brax: one process per seed
+  python -m benchmarks.peers --cases brax_ppo_speed_ant
   python -m benchmarks.peers --smoke                 # tiny budgets: checks that it runs
 
 Each peer runs in a venv of its own (its pins conflict with jaxsim's: brax 0.14's trainers need a
