@@ -1,4 +1,4 @@
-"""jaxsim's agents beside the JAX training stacks (brax's PPO trainer, rejax), each in its venv."""
+"""jaxsim's agents beside the JAX training stacks (brax's trainers, rejax, SBX), each in a venv."""
 
 from benchmarks.harness.lazy import from_measure
 

@@ -56,19 +56,29 @@ BRAX_PUBLISHED = {
 }
 
 
-def steps_per_update(env: str) -> int:
+def published(env: str, shrink: int = 1) -> dict[str, Any]:
+    """brax's published settings for `env`, its envs and batch divided by `shrink` (smoke runs
+    only: the same unroll and minibatches, so the same steps per env per update)."""
+    p = dict(BRAX_PUBLISHED[env])
+    p["num_envs"] //= shrink
+    p["batch_size"] //= shrink
+    return p
+
+
+def steps_per_update(env: str, shrink: int = 1) -> int:
     """Env steps brax's trainer takes per training step (batch x minibatches x unroll)."""
-    p = BRAX_PUBLISHED[env]
+    p = published(env, shrink)
     return p["batch_size"] * p["num_minibatches"] * p["unroll_length"]
 
 
-def equal_config(env: str, **overrides) -> PPOConfig:
-    """brax's published settings for `env` as a jaxsim `PPOConfig` (see the module docstring)."""
-    p = BRAX_PUBLISHED[env]
+def equal_config(env: str, shrink: int = 1, **overrides) -> PPOConfig:
+    """brax's published settings for `env` as a jaxsim `PPOConfig` (see the module docstring);
+    `shrink` as in `published`."""
+    p = published(env, shrink)
     fields: dict[str, Any] = dict(
         total_steps=p["num_timesteps"],
         num_envs=p["num_envs"],
-        num_steps=steps_per_update(env) // p["num_envs"],
+        num_steps=steps_per_update(env, shrink) // p["num_envs"],
         update_epochs=p["num_updates_per_batch"],
         num_minibatches=p["num_minibatches"],
         learning_rate=p["learning_rate"],
@@ -88,10 +98,10 @@ def equal_config(env: str, **overrides) -> PPOConfig:
     return PPOConfig(**{**fields, **overrides})
 
 
-def jaxsim_speed(env: str, chunk: int, repeats: int) -> dict[str, Any]:
+def jaxsim_speed(env: str, chunk: int, repeats: int, shrink: int = 1) -> dict[str, Any]:
     """Training env-steps/s of jaxsim's loop (`Agent.jit_run`, one seed) at `equal_config`:
     a first chunk of `chunk` updates compiles, then `repeats` timed chunks (their median)."""
-    config = equal_config(env)
+    config = equal_config(env, shrink)
     agent = PPO(config, jaxsim.make(f"brax/{env}"))
     t0 = time.perf_counter()
     with CompileWatcher() as watch:
@@ -107,6 +117,7 @@ def jaxsim_speed(env: str, chunk: int, repeats: int) -> dict[str, Any]:
     steps = chunk * config.steps_per_update
     return {
         "config": config.to_dict(),
+        "batch_shrink": shrink,
         "env_steps_per_chunk": steps,
         "chunk_wall_s": walls,
         "sps": steps / statistics.median(walls),
@@ -213,3 +224,37 @@ def ratio(theirs: float | None, ours: float | None) -> float | None:
     if not theirs or not ours or not np.isfinite(theirs) or not np.isfinite(ours):
         return None
     return float(theirs) / float(ours)
+
+
+# brax's SAC side (peer_brax.py `sac-solve`): its settings' name in peer_brax.SAC_SETTINGS (brax
+# publishes none for inverted_pendulum) and, in smoke runs, a budget of two training steps. Its
+# SAC test's settings ("test": 64 envs, batch 64, 64 updates per step, lr 3e-4, discount 0.99)
+# are brax's best of the two it has: seed 0 was confirmed at 20,480 steps after 140 s of
+# training (load 8), its notebook's hopper settings ("notebook") at 45,056 after 315 s (load 6).
+BRAX_SAC_SETTINGS = "test"
+BRAX_SAC_SMOKE = ("--num-timesteps", "128", "--num-evals", "2")
+SAC_SMOKE_STEPS = 2048  # jaxsim's SAC budget in smoke runs
+
+
+def brax_sac_args(seed: int, target: float, smoke: bool) -> list[str]:
+    """peer_brax.py's arguments for one seed of brax's SAC to `target` on inverted_pendulum."""
+    args = ["sac-solve", "--env", "inverted_pendulum", "--sac-settings", BRAX_SAC_SETTINGS]
+    args += ["--seed", str(seed), "--target", str(target)]
+    return args + (list(BRAX_SAC_SMOKE) if smoke else [])
+
+
+def brax_sac_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per seed (one brax process each): solved by the rule and its `brax_solve_summary`; the
+    mean training time to the target when every seed solved."""
+    per_seed = [brax_solve_summary(r) for r in runs]
+    solved = [s["solved"] for s in per_seed]
+    walls = [s["train_wall_s_to_target"] for s in per_seed]
+    return {
+        "solved_per_seed": solved,
+        "solved_all": all(solved),
+        "train_wall_s_to_target_per_seed": walls,
+        "train_wall_s_per_seed": statistics.mean(walls) if solved and all(solved) else None,
+        "steps_to_target_per_seed": [s["steps_to_target"] for s in per_seed],
+        "best_eval_return_per_seed": [s["best_eval_return"] for s in per_seed],
+        "seeds": len(runs),
+    }

@@ -1,9 +1,11 @@
-"""jaxsim's agents beside the JAX training stacks a user would pick: brax's PPO trainer, rejax, SBX.
+"""jaxsim's agents beside the JAX training stacks a user would pick: brax's trainers, rejax, SBX.
 
 Usage:
   bash benchmarks/peers/setup_envs.sh                # once: the peers' own venvs (.peer_envs/)
   python -m benchmarks.peers                         # brax speed + time to 1000, rejax PPO/DQN
   python -m benchmarks.peers --cases rejax_ppo --seeds 1
+  python -m benchmarks.peers --cases brax_sac_solve --seeds 3   # brax: one process per seed
+  python -m benchmarks.peers --cases brax_ppo_speed_ant
   python -m benchmarks.peers --smoke                 # tiny budgets: checks that it runs
 
 Each peer runs in a venv of its own (its pins conflict with jaxsim's: brax 0.14's trainers need a
@@ -17,9 +19,19 @@ Cases:
   brax_ppo_speed  training env-steps/s of the whole loop, compile apart, at brax's published
                   inverted_pendulum settings, both networks jaxsim's 64-64 (brax's own networks
                   measured beside); target jaxsim/brax >= 1.0x.
+  brax_ppo_speed_ant  the same at brax's published ant settings (4096 envs, 327,680 env steps
+                  per training step), one timed training step per side; brax's own networks and
+                  jaxsim's environment alone are not measured there. Time to a score on ant is
+                  out of scope (brax's 50M-step budget is hours on a CPU).
   brax_ppo_solve  training time (compile in, evaluations out) to an evaluation return of 1000 on
                   inverted_pendulum: brax's published settings and networks, jaxsim's loop at
                   them (64-64 networks); target >= 2x sooner.
+  brax_sac_solve  training time per seed (compile in, evaluations out) to an evaluation return
+                  of 1000 on inverted_pendulum: brax's SAC trainer (one process per seed) at its
+                  SAC test's settings (it publishes none for inverted_pendulum; its notebook's
+                  hopper settings solved later, brax_case.BRAX_SAC_SETTINGS), its own 256-256
+                  networks; jaxsim's SAC preset for brax/inverted_pendulum, every seed
+                  at once (`agents.train sac --seeds N`), its time / N; target >= 2x sooner.
   rejax_ppo, rejax_dqn  time per seed to 475 on CartPole-v1, every seed at once on both sides:
                   jaxsim's agents.train preset vs rejax's published gymnax config; target >= 2x.
   rejax_ppo_breakout  the same on gymnax's Breakout-MinAtar (jaxsim through its gymnax adapter)
@@ -48,9 +60,11 @@ from benchmarks.harness.record import append_jsonl, finish
 from benchmarks.peers import brax_case, rejax_case, sbx_case
 from benchmarks.peers.report import summary
 
+SPEED_CASES = {"brax_ppo_speed": "inverted_pendulum", "brax_ppo_speed_ant": "ant"}
 CASES = (
-    "brax_ppo_speed",
+    *SPEED_CASES,
     "brax_ppo_solve",
+    "brax_sac_solve",
     "rejax_ppo",
     "rejax_dqn",
     "rejax_ppo_breakout",
@@ -99,20 +113,36 @@ def _verdict(value: float | None, target: float) -> dict[str, Any]:
     }
 
 
-def brax_speed(smoke: bool) -> dict[str, Any]:
-    """jaxsim's loop and brax's trainer at brax's settings; brax's own networks beside."""
-    chunk, repeats = (1, 1) if smoke else (1, 3)
-    jx = brax_case.jaxsim_speed("inverted_pendulum", chunk, repeats)
+# Timed training steps per side (after brax's two compiling epochs and jaxsim's compiling first
+# chunk): ant's published batch is 327,680 env steps per training step, 2x inverted_pendulum's,
+# on a dearer simulator, so it times one to keep each side to minutes on 2 cores; the batch
+# shape stays brax's.
+SPEED_REPEATS = {"inverted_pendulum": 3, "ant": 1}
+# Smoke runs only (nothing there is a result): ant's envs and batch / 16 on both sides, so that
+# checking the case runs does not cost a full-batch compile and step.
+SMOKE_SHRINK = {"inverted_pendulum": 1, "ant": 16}
+
+
+def brax_speed(env: str, smoke: bool) -> dict[str, Any]:
+    """jaxsim's loop and brax's trainer at brax's settings for `env`; for inverted_pendulum,
+    brax's own networks and jaxsim's environment alone beside."""
+    chunk, repeats = (1, 1) if smoke else (1, SPEED_REPEATS[env])
+    shrink = SMOKE_SHRINK[env] if smoke else 1
+    extras = env == "inverted_pendulum" and not smoke
+    jx = brax_case.jaxsim_speed(env, chunk, repeats, shrink)
     # Where the loop's time goes: the same envs and steps stepped alone, no learning.
-    env_only = None if smoke else brax_case.rollout_only_speed("inverted_pendulum", repeats)
+    env_only = brax_case.rollout_only_speed(env, repeats) if extras else None
     # Two more epochs than timed repeats: brax's trainer compiles during its first two.
-    args = ["speed", "--epochs", str(repeats + 2), "--steps-per-epoch", str(chunk)]
+    args = ["speed", "--env", env, "--epochs", str(repeats + 2), "--steps-per-epoch", str(chunk)]
+    args += ["--shrink", str(shrink)] if shrink > 1 else []
     brax = run_peer("brax", "peer_brax.py", args, 3600)
     brax_own = (
-        None if smoke else run_peer("brax", "peer_brax.py", [*args, "--network", "brax"], 3600)
+        run_peer("brax", "peer_brax.py", [*args, "--network", "brax"], 3600) if extras else None
     )
     return {
-        "env": "inverted_pendulum",
+        "env": env,
+        "timed_training_steps": repeats * chunk,
+        "batch_shrink": shrink,  # 1: brax's published envs and batch
         "jaxsim": jx,
         "jaxsim_env_only": env_only,
         "brax": brax,
@@ -145,6 +175,40 @@ def brax_solve(smoke: bool) -> dict[str, Any]:
             **_verdict(
                 brax_case.ratio(theirs["train_wall_s_to_target"], jx["train_wall_s_to_target"])
                 if both
+                else None,
+                SOLVE_TARGET,
+            ),
+        },
+    }
+
+
+def brax_sac_solve(seeds: int, smoke: bool) -> dict[str, Any]:
+    """jaxsim's SAC preset (every seed at once) and brax's SAC trainer (a process per seed) on
+    inverted_pendulum to a confirmed evaluation return of 1000."""
+    from benchmarks.peers.jaxsim_solve import solve_preset
+
+    env, target = "inverted_pendulum", brax_case.TARGETS["inverted_pendulum"]
+    budget = brax_case.SAC_SMOKE_STEPS if smoke else None
+    with tempfile.TemporaryDirectory(prefix="jaxsim-xla-") as cache:
+        jx = solve_preset("sac", f"brax/{env}", seeds, cache, target, budget)
+    runs = [
+        run_peer("brax", "peer_brax.py", brax_case.brax_sac_args(s, target, smoke), 3600)
+        for s in range(seeds)
+    ]
+    theirs = brax_case.brax_sac_summary(runs)
+    ours = jx["train_wall_s_per_seed"] if jx["solved_all"] else None
+    return {
+        "env": env,
+        "target": target,
+        "jaxsim": jx,
+        "brax": {**theirs, "runs": runs},
+        "comparison": {
+            "metric": "training wall-clock per seed to the confirmed return (compile in, "
+            "evaluations out), brax / jaxsim: brax's mean over its processes (one seed each), "
+            "jaxsim's every seed at once divided by the seeds (as `agents.train --seeds`)",
+            **_verdict(
+                brax_case.ratio(theirs["train_wall_s_per_seed"], ours)
+                if theirs["solved_all"]
                 else None,
                 SOLVE_TARGET,
             ),
@@ -239,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.peers", description=__doc__)
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("--cases", default=",".join(CASES), help=f"of {', '.join(CASES)}")
-    p.add_argument("--seeds", type=int, default=3, help="rejax and sbx cases: seeds")
+    p.add_argument("--seeds", type=int, default=3, help="brax_sac, rejax and sbx cases: seeds")
     p.add_argument("--smoke", action="store_true", help="tiny budgets, 1 seed: checks it runs")
     p.add_argument("--out", type=Path, default=None, help="result JSON (default runs/bench/...)")
     return p
@@ -275,8 +339,10 @@ def main(argv: list[str] | None = None) -> int:
             result: dict[str, Any] = {"skipped": missing}
         else:
             try:
-                if name == "brax_ppo_speed":
-                    result = brax_speed(args.smoke)
+                if name in SPEED_CASES:
+                    result = brax_speed(SPEED_CASES[name], args.smoke)
+                elif name == "brax_sac_solve":
+                    result = brax_sac_solve(seeds, args.smoke)
                 elif name == "brax_ppo_solve":
                     result = brax_solve(args.smoke)
                 elif name in sbx_case.CASES:

@@ -1,4 +1,4 @@
-"""brax's own PPO trainer, run in the brax peer venv; prints one JSON result as its last line.
+"""brax's own PPO and SAC trainers, run in the brax peer venv; prints one JSON result last.
 
 Runs under the peer venv's python (`benchmarks/peers/setup_envs.sh brax`), never jaxsim's: it
 imports only brax, jax and numpy, so it must not import anything from this repository.
@@ -7,6 +7,7 @@ imports only brax, jax and numpy, so it must not import anything from this repos
   solve: train until brax's deterministic evaluation reaches the target, then confirm it with an
          independent deterministic evaluation (>= 32 episodes, keys apart from brax's); a
          confirmed seed stops the run (as jaxsim's loop does), an unconfirmed one trains on.
+  sac-solve: the same with brax's SAC trainer (`SAC_SETTINGS`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import os
 import sys
 import time
+from typing import ClassVar
 
 T0 = time.perf_counter()
 
@@ -26,6 +28,7 @@ from brax import envs  # noqa: E402
 from brax.training import acting  # noqa: E402
 from brax.training.agents.ppo import networks as ppo_networks  # noqa: E402
 from brax.training.agents.ppo import train as ppo  # noqa: E402
+from brax.training.agents.sac import train as sac  # noqa: E402
 
 IMPORT_S = time.perf_counter() - T0
 
@@ -64,6 +67,43 @@ PUBLISHED = {
         batch_size=2048,
     ),
 }
+# brax publishes no SAC settings for inverted_pendulum. Its training notebook's SAC settings
+# (hopper's; walker2d's differ only in reward_scaling 5, batch 128, 32 updates per step) are
+# "notebook"; its SAC test's (brax/training/agents/sac/train_test.py, on the `fast` env; brax's
+# default 256-256 networks both) are "test", the sooner to solve here (brax_case: by how much).
+# num_timesteps and num_evals are this benchmark's: a budget and a stop check every 4,096 env
+# steps (the notebook's 6.5M steps and 20 evaluations would check every 327,680).
+SAC_SETTINGS = {
+    "notebook": dict(
+        num_timesteps=131_072,
+        num_evals=31,
+        reward_scaling=30,
+        episode_length=1000,
+        normalize_observations=True,
+        action_repeat=1,
+        discounting=0.997,
+        learning_rate=6e-4,
+        num_envs=128,
+        batch_size=512,
+        grad_updates_per_step=64,
+        max_devices_per_host=1,
+        max_replay_size=1_048_576,
+        min_replay_size=8192,
+    ),
+    "test": dict(
+        num_timesteps=131_072,
+        num_evals=33,
+        reward_scaling=10,
+        episode_length=1000,
+        normalize_observations=True,
+        action_repeat=1,
+        discounting=0.99,
+        learning_rate=3e-4,
+        num_envs=64,
+        batch_size=64,
+        grad_updates_per_step=64,
+    ),
+}
 COMPILING_EPOCHS = 2  # see `speed`
 MIN_EPISODES = 32  # as agents.loop.MIN_EPISODES: episodes of the confirming evaluation, at least
 
@@ -94,15 +134,18 @@ def env_steps_per_training_step(hp: dict) -> int:
     return hp["batch_size"] * hp["num_minibatches"] * hp["unroll_length"] * hp["action_repeat"]
 
 
-def speed(env_name: str, network: str, epochs: int, steps_per_epoch: int) -> dict:
-    """`epochs` training epochs of `steps_per_epoch` training steps each, no evaluations."""
-    probe = hyperparameters(env_name, network)
+def speed(env_name: str, network: str, epochs: int, steps_per_epoch: int, shrink: int) -> dict:
+    """`epochs` training epochs of `steps_per_epoch` training steps each, no evaluations; the
+    published envs and batch divided by `shrink` (smoke runs only)."""
+    sizes = {k: PUBLISHED[env_name][k] // shrink for k in ("num_envs", "batch_size")}
+    probe = hyperparameters(env_name, network, **sizes)
     per_step = env_steps_per_training_step(probe)
     hp = hyperparameters(
         env_name,
         network,
         num_timesteps=epochs * steps_per_epoch * per_step,
         num_evals=epochs + 1,
+        **sizes,
     )
     points = []
 
@@ -126,6 +169,8 @@ def speed(env_name: str, network: str, epochs: int, steps_per_epoch: int) -> dic
     first_s = points[min(COMPILING_EPOCHS, len(points)) - 1]["walltime"]
     steady_epoch_s = steps_per_epoch * per_step / float(np.median(steady)) if steady else None
     return {
+        "batch_shrink": shrink,
+        "hyperparameters": _printable(hp),
         "env_steps_per_training_step": per_step,
         "epochs": points,
         "steady_sps": float(np.median(steady)) if steady else None,
@@ -197,17 +242,98 @@ def solve(
     return {**result, "curve": curve, "hyperparameters": _printable(hp)}
 
 
+class _CapturingEvaluator(acting.Evaluator):
+    """brax's evaluator, keeping the policy it built and the parameters it last evaluated: brax's
+    SAC trainer has no `policy_params_fn` (its PPO trainer's hook), so the confirming evaluation
+    takes them from here."""
+
+    latest: ClassVar[dict] = {}
+
+    def __init__(self, eval_env, eval_policy_fn, *args, **kwargs):
+        super().__init__(eval_env, eval_policy_fn, *args, **kwargs)
+        _CapturingEvaluator.latest["policy_fn"] = eval_policy_fn
+
+    def run_evaluation(self, policy_params, training_metrics, aggregate_episodes=True):
+        _CapturingEvaluator.latest["params"] = policy_params
+        return super().run_evaluation(policy_params, training_metrics, aggregate_episodes)
+
+
+def sac_solve(
+    env_name: str,
+    settings: str,
+    target: float,
+    seed: int,
+    num_timesteps: int | None,
+    num_evals: int | None,
+) -> dict:
+    """brax's SAC trainer at `SAC_SETTINGS[settings]` (deterministic evaluations, brax's own
+    256-256 networks) until the target, each reaching evaluation confirmed as `solve` does."""
+    overrides = {k: v for k, v in (("num_timesteps", num_timesteps), ("num_evals", num_evals)) if v}
+    hp = dict(SAC_SETTINGS[settings], **overrides)
+    env = envs.get_environment(env_name)
+    confirm_env = envs.training.wrap(env, episode_length=hp["episode_length"])
+    curve, result = [], {"solved": False}
+    latest = _CapturingEvaluator.latest
+    latest.clear()
+    t_start = time.perf_counter()
+
+    def progress(step, metrics):
+        point = {
+            "step": int(step),
+            "eval_return": float(metrics["eval/episode_reward"]),
+            "train_walltime_s": float(metrics.get("training/walltime", 0.0)),
+            "wall_s": time.perf_counter() - t_start,
+            "load": _load(),
+        }
+        if "training/sps" in metrics:
+            point["sps"] = float(metrics["training/sps"])
+        curve.append(point)
+        print(f"[brax sac] {json.dumps(point)}", file=sys.stderr, flush=True)  # stdout: result
+        if step == 0 or point["eval_return"] < target:
+            return
+        t = time.perf_counter()
+        evaluator = _EVALUATOR(
+            confirm_env,
+            latest["policy_fn"],
+            num_eval_envs=max(MIN_EPISODES, 64),
+            episode_length=hp["episode_length"],
+            action_repeat=hp["action_repeat"],
+            key=jax.random.PRNGKey(1_000_003 + seed),
+        )
+        returns = evaluator.run_evaluation(latest["params"], {})["eval/episode_reward"]
+        point["confirm_return"] = float(returns)
+        point["confirm_episodes"] = max(MIN_EPISODES, 64)
+        point["confirm_s"] = time.perf_counter() - t
+        if float(returns) >= target:
+            result.update(solved=True, at=point)
+            raise _Solved
+
+    acting.Evaluator = _CapturingEvaluator  # brax's SAC trainer builds `acting.Evaluator`
+    try:
+        sac.train(environment=env, seed=seed, deterministic_eval=True, progress_fn=progress, **hp)
+    except _Solved:
+        pass
+    finally:
+        acting.Evaluator = _EVALUATOR
+    return {**result, "curve": curve, "settings": settings, "hyperparameters": _printable(hp)}
+
+
+_EVALUATOR = acting.Evaluator
+
+
 def _printable(hp: dict) -> dict:
     return {k: (v if isinstance(v, (int, float, str, bool)) else repr(v)) for k, v in hp.items()}
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("mode", choices=("speed", "solve"))
+    p.add_argument("mode", choices=("speed", "solve", "sac-solve"))
     p.add_argument("--env", default="inverted_pendulum", choices=sorted(PUBLISHED))
     p.add_argument("--network", default="jaxsim", choices=("jaxsim", "brax"))
     p.add_argument("--epochs", type=int, default=5, help="speed: epochs (2 compile)")
     p.add_argument("--steps-per-epoch", type=int, default=2, help="speed: training steps/epoch")
+    p.add_argument("--shrink", type=int, default=1, help="speed: envs and batch / this (smoke)")
+    p.add_argument("--sac-settings", default="notebook", choices=sorted(SAC_SETTINGS))
     p.add_argument("--target", type=float, default=1000.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--num-timesteps", type=int, default=None, help="solve: budget (published)")
@@ -215,15 +341,17 @@ def main() -> None:
     a = p.parse_args()
     load_before = _load()
     if a.mode == "speed":
-        out = speed(a.env, a.network, a.epochs, a.steps_per_epoch)
-    else:
+        out = speed(a.env, a.network, a.epochs, a.steps_per_epoch, a.shrink)
+    elif a.mode == "solve":
         out = solve(a.env, a.network, a.target, a.seed, a.num_timesteps, a.num_evals)
+    else:
+        out = sac_solve(a.env, a.sac_settings, a.target, a.seed, a.num_timesteps, a.num_evals)
     import brax
 
     out.update(
         mode=a.mode,
         env=a.env,
-        network=a.network,
+        network="brax" if a.mode == "sac-solve" else a.network,  # SAC: brax's own networks
         seed=a.seed,
         load_before=load_before,
         load_after=_load(),

@@ -1,5 +1,5 @@
 """The peers section of the results report, and the table `python -m benchmarks.peers` prints:
-jaxsim's agents beside brax's PPO trainer, rejax and SBX (`benchmarks.peers` records)."""
+jaxsim's agents beside brax's PPO and SAC trainers, rejax and SBX (`benchmarks.peers` records)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def rows(record: dict[str, Any]) -> list[list[str]]:
             continue
         cmp = case["comparison"]
         verdict = f"{cmp['target']}: {format_verdict(cmp['target_met'], 'undecided')}"
-        if name == "brax_ppo_speed":
+        if name.startswith("brax_ppo_speed"):
             jx, brax = case["jaxsim"], case["brax"]
             ours = f"{format_rate(jx['sps'])} steps/s (compile {format_seconds(jx['compile_s'])} s)"
             theirs = (
@@ -44,13 +44,18 @@ def rows(record: dict[str, Any]) -> list[list[str]]:
                 f"{format_seconds(brax['compile_s'])} s, jax {_jax(brax)})"
             )
             load = _load(*jx["load"], brax.get("load_after"))
+            shrink = case.get("batch_shrink", 1)  # > 1 in smoke runs only: say so beside the case
+            shown = name if shrink == 1 else f"{name} (envs and batch / {shrink})"
             # jaxsim's env-steps/s over brax's: higher is better for jaxsim.
             found.append(
-                [name, ours, theirs, format_ratio(cmp["ratio"]) + " (jaxsim/brax)", verdict, load]
+                [shown, ours, theirs, format_ratio(cmp["ratio"]) + " (jaxsim/brax)", verdict, load]
             )
             continue
         if name.startswith("sbx"):
             found.append(_sbx_row(name, case, verdict))
+            continue
+        if name == "brax_sac_solve":
+            found.append(_brax_sac_row(name, case, verdict))
             continue
         jx = case["jaxsim"]
         peer_name = "brax" if name.startswith("brax") else "rejax"
@@ -97,6 +102,31 @@ def rows(record: dict[str, Any]) -> list[list[str]]:
             )
         found.append([name, ours, f"{theirs}, jax {_jax(peer)}", shown, verdict, load])
     return found
+
+
+def _brax_sac_row(name: str, case: dict[str, Any], verdict: str) -> list[str]:
+    """Training time per seed: jaxsim's seeds at once / seeds, brax's mean over its processes."""
+    jx, brax = case["jaxsim"], case["brax"]
+    ours = _solve_text(
+        jx["solved_all"],
+        jx["train_wall_s_per_seed"],
+        jx.get("loop_compile_s", jx["compile_s"]) / jx["seeds"],
+        None,
+        seeds=f"{sum(jx['solved'])}/{jx['seeds']}",
+    )
+    best = [b for b in brax["best_eval_return_per_seed"] if b is not None]
+    theirs = _solve_text(
+        brax["solved_all"],
+        brax["train_wall_s_per_seed"],
+        None,
+        None,
+        best=max(best) if best else None,
+        seeds=f"{sum(brax['solved_per_seed'])}/{brax['seeds']}",
+    )
+    runs = brax.get("runs") or [{}]
+    load = _load(jx["curve"][-1]["load"], *(r.get("load_after") for r in runs))
+    shown = format_ratio(case["comparison"]["ratio"]) + " (brax/jaxsim)"
+    return [name, ours, f"{theirs}, jax {_jax(runs[0])}", shown, verdict, load]
 
 
 def _process_text(side: dict[str, Any]) -> str:
@@ -153,11 +183,12 @@ def peers_section(r, base: Path, plot: Path | None = None) -> str:
         "same run on the same CPU. Solved means solved on both sides: the deterministic stop "
         "check reached the target and an independent deterministic evaluation of at least 32 "
         "episodes (keys apart) did too. Times are training wall-clock (compile in, evaluations "
-        "out); the speed row is training env-steps/s at brax's published inverted_pendulum "
-        "settings with both sides on 64-64 networks; the sbx rows are whole processes per seed "
-        "as users run them (start to exit: imports, compile and evaluations in). Load: the "
-        "1-minute load average beside "
-        "each figure."
+        "out); the speed rows are training env-steps/s at brax's published PPO settings "
+        "(inverted_pendulum, ant) with both sides on 64-64 networks; brax_sac_solve is "
+        "per seed, brax's trainer at its SAC test's settings (one process per seed) beside "
+        "jaxsim's SAC preset (every seed at once, its time / seeds); the sbx rows are whole "
+        "processes per seed as users run them (start to exit: imports, compile and "
+        "evaluations in). Load: the 1-minute load average beside each figure."
     )
     parts.append(summary(d))
     return "\n\n".join(parts)

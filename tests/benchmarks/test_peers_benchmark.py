@@ -255,3 +255,112 @@ def test_rejax_breakout_case_runs_its_sides_and_reports_a_row(tmp_path, monkeypa
     (row,) = report.rows(record)
     assert row[0] == "rejax_ppo_breakout" and row[3].startswith("2.5x cold; 5x warm")
     assert row[4] == ">= 2x: met" and "jax 0.10.2" in row[2] and "2/2 seeds" in row[1]
+
+
+def _fake_brax_venv(tmp_path, monkeypatch) -> None:
+    python = tmp_path / "envs" / "brax" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.touch()
+    monkeypatch.setenv("PEER_ENVS", str(tmp_path / "envs"))
+
+
+def test_ant_speed_case_keeps_brax_published_batch_and_times_one_step(tmp_path, monkeypatch):
+    # ant: 4096 envs, batch 2048 x 32 minibatches x unroll 5 = 327,680 env steps per update.
+    config = brax_case.equal_config("ant")
+    assert (config.num_envs, config.num_steps) == (4096, 80)
+    assert config.steps_per_update == brax_case.steps_per_update("ant") == 327_680
+    _fake_brax_venv(tmp_path, monkeypatch)
+    calls = []
+
+    def fake_speed(env, chunk, repeats, shrink):
+        calls.append(("jaxsim", env, chunk, repeats, shrink))
+        return {"sps": 30_000.0, "compile_s": 90.0, "load": [2.0]}
+
+    def fake_peer(peer, script, args, timeout_s):
+        calls.append((peer, script, args))
+        return {"steady_sps": 20_000.0, "compile_s": 80.0, "load_after": 2.5,
+                "versions": {"jax": "0.9.2"}}  # fmt: skip
+
+    monkeypatch.setattr(brax_case, "jaxsim_speed", fake_speed)
+    monkeypatch.setattr(measure, "run_peer", fake_peer)
+    out = tmp_path / "peers.json"
+    assert measure.main(["--cases", "brax_ppo_speed_ant", "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert registry.record_problems(record) == []
+    case = record["cases"]["brax_ppo_speed_ant"]
+    assert case["env"] == "ant" and case["timed_training_steps"] == 1
+    # One timed step per side: brax's two compiling epochs plus one; no brax-network run on ant.
+    brax_args = ["speed", "--env", "ant", "--epochs", "3", "--steps-per-epoch", "1"]
+    assert calls == [("jaxsim", "ant", 1, 1, 1), ("brax", "peer_brax.py", brax_args)]
+    assert case["batch_shrink"] == 1  # brax's published batch, never shrunk outside smoke runs
+    assert brax_case.equal_config("ant", shrink=16).num_steps == 80  # smoke: same steps per env
+    assert case["comparison"]["ratio"] == pytest.approx(1.5)
+    (row,) = report.rows(record)
+    assert row[0] == "brax_ppo_speed_ant" and row[3] == "1.5x (jaxsim/brax)" and "met" in row[4]
+
+
+def _brax_sac_run(seed: int, wall: float | None) -> dict:
+    at = {"step": 20_480, "train_walltime_s": wall, "confirm_return": 1000.0} if wall else None
+    curve = [{"step": 0, "eval_return": 20.0, "train_walltime_s": 0.0},
+             {"step": 20_480, "eval_return": 1000.0 if wall else 300.0,
+              "train_walltime_s": wall or 99.0}]  # fmt: skip
+    return {"solved": wall is not None, "at": at, "curve": curve, "seed": seed,
+            "load_after": 2.0, "versions": {"jax": "0.9.2"}}  # fmt: skip
+
+
+def _jaxsim_preset(seeds: int, wall: float, solved: bool = True) -> dict:
+    return {"seeds": seeds, "solved": [solved] * seeds, "solved_all": solved,
+            "train_wall_s_per_seed": wall / seeds, "compile_s": 20.0, "loop_compile_s": 10.0,
+            "curve": [{"load": 1.5}]}  # fmt: skip
+
+
+def test_brax_sac_case_is_brax_per_seed_over_jaxsim_per_seed(tmp_path, monkeypatch):
+    from benchmarks.peers import jaxsim_solve
+
+    _fake_brax_venv(tmp_path, monkeypatch)
+    calls = []
+
+    def fake_peer(peer, script, args, timeout_s):
+        calls.append(args)
+        seed = int(args[args.index("--seed") + 1])
+        return _brax_sac_run(seed, [60.0, 100.0][seed])
+
+    def fake_preset(algorithm, env_id, seeds, cache, target, budget=None):
+        calls.append((algorithm, env_id, seeds, target, budget))
+        return _jaxsim_preset(seeds, 40.0)
+
+    monkeypatch.setattr(measure, "run_peer", fake_peer)
+    monkeypatch.setattr(jaxsim_solve, "solve_preset", fake_preset)
+    out = tmp_path / "peers.json"
+    assert measure.main(["--cases", "brax_sac_solve", "--seeds", "2", "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert registry.record_problems(record) == []
+    # jaxsim's preset on the adapter, every seed at once; a brax process per seed, notebook's SAC.
+    assert calls[0] == ("sac", "brax/inverted_pendulum", 2, 1000.0, None)
+    assert [c[c.index("--seed") + 1] for c in calls[1:]] == ["0", "1"]
+    assert all(c[:5] == ["sac-solve", "--env", "inverted_pendulum", "--sac-settings",
+                         "test"] and "--num-timesteps" not in c for c in calls[1:])  # fmt: skip
+    case = record["cases"]["brax_sac_solve"]
+    # brax: mean(60, 100) = 80 s per seed; jaxsim: 40 s for two seeds = 20 s per seed.
+    assert case["brax"]["train_wall_s_per_seed"] == pytest.approx(80.0)
+    assert case["comparison"]["ratio"] == pytest.approx(4.0)
+    (row,) = report.rows(record)
+    assert row[3] == "4x (brax/jaxsim)" and row[4] == ">= 2x: met" and "2/2 seeds" in row[2]
+
+
+def test_brax_sac_gives_no_ratio_unless_every_seed_solved_and_smoke_is_tiny():
+    summary = brax_case.brax_sac_summary([_brax_sac_run(0, 60.0), _brax_sac_run(1, None)])
+    assert summary["solved_per_seed"] == [True, False]
+    assert summary["train_wall_s_per_seed"] is None
+    assert summary["best_eval_return_per_seed"] == [1000.0, 300.0]
+    smoke = brax_case.brax_sac_args(0, 1000.0, smoke=True)
+    # Two training steps of brax's SAC test settings (64 envs, no prefill).
+    assert smoke[smoke.index("--num-timesteps") + 1] == str(2 * 64)
+
+
+def test_sac_preset_for_brax_pendulum_is_one_gradient_step_per_env_step_to_1000():
+    from agents.presets import config_for, target_for
+
+    config = config_for("brax/inverted_pendulum", "sac")
+    assert config.gradient_steps == config.num_envs * config.num_steps == 64
+    assert target_for("brax/inverted_pendulum", "sac") == brax_case.TARGETS["inverted_pendulum"]
