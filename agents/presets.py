@@ -132,21 +132,24 @@ _SAC_MOUNTAINCAR: dict[str, Any] = dict(
 )
 
 # SAC, brax/inverted_pendulum (issue 22, beside brax's SAC trainer in benchmarks/peers): the
-# SACConfig defaults (rl-zoo's Pendulum-v1, SB3's SAC: lr 1e-3, batch 256, tau 0.005,
-# learning_starts 100, learned temperature) with 64-64 ReLU nets (256-256 there) at one
-# gradient step per env step as 4 envs x 16 steps and 64 gradient steps, a stop check every 320
-# env steps. Chosen on the 2-core CPU by training time to a confirmed 1000 (compile in, checks
-# out; benchmarks.harness.training.train_to_target), one seed per run, seed 0 unless named: the
-# defaults' 8 gradient steps per 64 env steps evaluated ~70 after 16k steps; at UTD 1, 256-256
-# nets solved at 5,120 steps in 74.9 s (load 3.4), these 64-64 ones at 8,320 in 42.0 s (load
-# 3.0; seed 1: 11,200 in 38.3 s, load 1.3); 64-64 with batch 128 took 18,240 steps, 49.8 s, and
-# with 32 gradient steps (UTD 0.5) 22,720 steps, 43.4 s.
+# SACConfig defaults (rl-zoo's Pendulum-v1, SB3's SAC: lr 1e-3, tau 0.005, learning_starts
+# 100, learned temperature) with 64-64 ReLU nets (256-256 there) and minibatches of 64 (256
+# there; brax's SAC test's size) at one gradient step per env step as 4 envs x 16 steps and 64
+# gradient steps, a stop check every 320 env steps. Chosen on the 2-core CPU by training time
+# to a confirmed 1000 (compile in, checks out; benchmarks.harness.training.train_to_target), one
+# seed per run, seed 0 unless named: the defaults' 8 gradient steps per 64 env steps evaluated
+# ~70 after 16k steps; at UTD 1 with batch 256, 256-256 nets solved at 5,120 steps in 74.9 s
+# (load 3.4), 64-64 ones at 8,320 in 42.0 s (load 3.0; 33.4 s at load 1.0; seed 1: 11,200 in
+# 38.3 s, load 1.3); these (batch 64) at 17,600 in 27.5 s (load 1.1; seed 1: 13,760 in 36.5 s,
+# load 3.3). Slower: batch 128 (18,240 steps, 49.8 s), 32 gradient steps (UTD 0.5: 22,720,
+# 43.4 s), 8 envs x 8 steps with batch 256 (7,680, 37.4 s at load 2.7).
 _SAC_BRAX_PENDULUM: dict[str, Any] = dict(
     total_steps=50_000,
     num_envs=4,
     num_steps=16,
     gradient_steps=64,
     buffer_size=50_000,
+    batch_size=64,
     hidden=(64, 64),
     log_every=5,
 )
