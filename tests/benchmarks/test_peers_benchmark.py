@@ -255,6 +255,7 @@ def test_rejax_breakout_case_runs_its_sides_and_reports_a_row(tmp_path, monkeypa
     (row,) = report.rows(record)
     assert row[0] == "rejax_ppo_breakout" and row[3].startswith("2.5x cold; 5x warm")
     assert row[4] == ">= 2x: met" and "jax 0.10.2" in row[2] and "2/2 seeds" in row[1]
+    assert row[2].startswith("7.5 s"), row[2]  # rejax's time shown with its init, as compared
 
 
 def _fake_brax_venv(tmp_path, monkeypatch) -> None:
