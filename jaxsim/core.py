@@ -83,7 +83,8 @@ class Env(Generic[State, Params]):
     array_obs: ClassVar[bool] = False
     # The observation's shape when `obs_fields` gives numbers per component that
     # `obs_from_components` turns into an array of this shape (MinAtar's [10, 10, C] grid, from
-    # packed row words). None: a vector.
+    # packed row words); `obs_fields` may give the whole array as its one component instead.
+    # None: a vector.
     obs_shape: ClassVar[tuple[int, ...] | None] = None
     # Where set (with `obs_shape`), the dtype a rollout records `obs_fields`' components in,
     # rebuilding the observations with `obs_from_components` after its loop: one pass writes the

@@ -286,11 +286,15 @@ def stack_obs(env, columns: Iterable[jax.Array]) -> jax.Array:
     float32 components [batch] are stacked into obs[batch, obs_dim], turned into
     obs[batch, *env.obs_shape] where the environment declares one, of `env.obs_dtype` (float32;
     bool for MinAtar's grid); an environment with `array_obs` gives its whole observation as
-    its one component.
+    its one component, and one with `obs_shape` may too (a [batch, *obs_shape] array: cheaper
+    to compile than its columns, where no kernel needs them).
     """
     columns = list(columns)
     if env.array_obs:
         return columns[0]
+    shape = env.obs_shape
+    if shape is not None and len(columns) == 1 and columns[0].shape[-len(shape) :] == shape:
+        return columns[0].astype(env.obs_dtype)
     return expand_obs(env, jnp.stack(columns, axis=-1))
 
 
