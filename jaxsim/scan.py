@@ -172,8 +172,8 @@ def _scan_rollout(spec: RolloutSpec, inputs: RolloutInputs, into):
         into = None if into is None else dict(zip(fields, into, strict=True))
         # A donated observation buffer is not written in the loop: the observations are
         # expanded into it after (the whole buffer updated, so the program keeps it as input).
-        kept = {name: into.pop(name) for name in packed} if into else {}
-        into = into and {**into, **dict.fromkeys(kept)}
+        kept = {name: into[name] for name in packed} if into else {}
+        into = into and {name: None if name in kept else buf for name, buf in into.items()}
         carry, record = record_scan(
             body, carry, (steps, policy_inputs), place=_split_batch_axis(mesh), into=into
         )
