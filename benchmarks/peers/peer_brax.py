@@ -180,6 +180,56 @@ def speed(env_name: str, network: str, epochs: int, steps_per_epoch: int, shrink
     }
 
 
+CONFIRM_EPISODES = max(MIN_EPISODES, 64)
+_EVALUATOR = acting.Evaluator  # brax's own: sac_solve swaps in _CapturingEvaluator to train
+
+
+def _progress_to_target(env, hp: dict, target: float, seed: int, policy_and_params, echo=False):
+    """brax's `progress_fn` for a run to `target` -> (progress, curve, result): each evaluation
+    is a point of `curve`; one at the target is confirmed by an independent deterministic
+    evaluation (CONFIRM_EPISODES episodes, keys apart from brax's evaluator, which draws from
+    `seed`) of `policy_and_params()` -> (policy_fn, params), and a confirmed one ends the run
+    (`_Solved`, with `result` holding it). `echo`: each point also goes to stderr."""
+    confirm_env = envs.training.wrap(env, episode_length=hp["episode_length"])
+    curve, result = [], {"solved": False}
+    t_start = time.perf_counter()
+
+    def progress(step, metrics):
+        point = {
+            "step": int(step),
+            "eval_return": float(metrics["eval/episode_reward"]),
+            "train_walltime_s": float(metrics.get("training/walltime", 0.0)),
+            "wall_s": time.perf_counter() - t_start,
+            "load": _load(),
+        }
+        if "training/sps" in metrics:
+            point["sps"] = float(metrics["training/sps"])
+        curve.append(point)
+        if echo:
+            print(f"[brax] {json.dumps(point)}", file=sys.stderr, flush=True)  # stdout: result
+        if step == 0 or point["eval_return"] < target:
+            return
+        t = time.perf_counter()
+        policy_fn, params = policy_and_params()
+        evaluator = _EVALUATOR(
+            confirm_env,
+            policy_fn,
+            num_eval_envs=CONFIRM_EPISODES,
+            episode_length=hp["episode_length"],
+            action_repeat=hp["action_repeat"],
+            key=jax.random.PRNGKey(1_000_003 + seed),
+        )
+        returns = evaluator.run_evaluation(params, {})["eval/episode_reward"]
+        point["confirm_return"] = float(returns)
+        point["confirm_episodes"] = CONFIRM_EPISODES
+        point["confirm_s"] = time.perf_counter() - t
+        if float(returns) >= target:
+            result.update(solved=True, at=point)
+            raise _Solved
+
+    return progress, curve, result
+
+
 def solve(
     env_name: str,
     network: str,
@@ -192,42 +242,15 @@ def solve(
     overrides = {k: v for k, v in (("num_timesteps", num_timesteps), ("num_evals", num_evals)) if v}
     hp = hyperparameters(env_name, network, **overrides)
     env = envs.get_environment(env_name)
-    # Keys apart from brax's evaluator (it draws from `seed`): the confirming evaluation's own.
-    confirm_env = envs.training.wrap(env, episode_length=hp["episode_length"])
-    curve, latest, result = [], {}, {"solved": False}
-    t_start = time.perf_counter()
+    latest = {}
 
     def keep(step, make_policy, params):
         latest.update(step=step, make_policy=make_policy, params=params)
 
-    def progress(step, metrics):
-        point = {
-            "step": int(step),
-            "eval_return": float(metrics["eval/episode_reward"]),
-            "train_walltime_s": float(metrics.get("training/walltime", 0.0)),
-            "wall_s": time.perf_counter() - t_start,
-            "load": _load(),
-        }
-        curve.append(point)
-        if step == 0 or point["eval_return"] < target:
-            return
-        t = time.perf_counter()
-        evaluator = acting.Evaluator(
-            confirm_env,
-            functools.partial(latest["make_policy"], deterministic=True),
-            num_eval_envs=max(MIN_EPISODES, 64),
-            episode_length=hp["episode_length"],
-            action_repeat=hp["action_repeat"],
-            key=jax.random.PRNGKey(1_000_003 + seed),
-        )
-        returns = evaluator.run_evaluation(latest["params"], {})["eval/episode_reward"]
-        point["confirm_return"] = float(returns)
-        point["confirm_episodes"] = max(MIN_EPISODES, 64)
-        point["confirm_s"] = time.perf_counter() - t
-        if float(returns) >= target:
-            result.update(solved=True, at=point)
-            raise _Solved
+    def policy_and_params():
+        return functools.partial(latest["make_policy"], deterministic=True), latest["params"]
 
+    progress, curve, result = _progress_to_target(env, hp, target, seed, policy_and_params)
     try:
         ppo.train(
             environment=env,
@@ -271,42 +294,11 @@ def sac_solve(
     overrides = {k: v for k, v in (("num_timesteps", num_timesteps), ("num_evals", num_evals)) if v}
     hp = dict(SAC_SETTINGS[settings], **overrides)
     env = envs.get_environment(env_name)
-    confirm_env = envs.training.wrap(env, episode_length=hp["episode_length"])
-    curve, result = [], {"solved": False}
     latest = _CapturingEvaluator.latest
     latest.clear()
-    t_start = time.perf_counter()
-
-    def progress(step, metrics):
-        point = {
-            "step": int(step),
-            "eval_return": float(metrics["eval/episode_reward"]),
-            "train_walltime_s": float(metrics.get("training/walltime", 0.0)),
-            "wall_s": time.perf_counter() - t_start,
-            "load": _load(),
-        }
-        if "training/sps" in metrics:
-            point["sps"] = float(metrics["training/sps"])
-        curve.append(point)
-        print(f"[brax sac] {json.dumps(point)}", file=sys.stderr, flush=True)  # stdout: result
-        if step == 0 or point["eval_return"] < target:
-            return
-        t = time.perf_counter()
-        evaluator = _EVALUATOR(
-            confirm_env,
-            latest["policy_fn"],
-            num_eval_envs=max(MIN_EPISODES, 64),
-            episode_length=hp["episode_length"],
-            action_repeat=hp["action_repeat"],
-            key=jax.random.PRNGKey(1_000_003 + seed),
-        )
-        returns = evaluator.run_evaluation(latest["params"], {})["eval/episode_reward"]
-        point["confirm_return"] = float(returns)
-        point["confirm_episodes"] = max(MIN_EPISODES, 64)
-        point["confirm_s"] = time.perf_counter() - t
-        if float(returns) >= target:
-            result.update(solved=True, at=point)
-            raise _Solved
+    progress, curve, result = _progress_to_target(
+        env, hp, target, seed, lambda: (latest["policy_fn"], latest["params"]), echo=True
+    )
 
     acting.Evaluator = _CapturingEvaluator  # brax's SAC trainer builds `acting.Evaluator`
     try:
@@ -316,9 +308,6 @@ def sac_solve(
     finally:
         acting.Evaluator = _EVALUATOR
     return {**result, "curve": curve, "settings": settings, "hyperparameters": _printable(hp)}
-
-
-_EVALUATOR = acting.Evaluator
 
 
 def _printable(hp: dict) -> dict:
