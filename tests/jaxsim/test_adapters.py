@@ -301,13 +301,14 @@ def test_adapter_rollout_equals_a_python_loop_and_continues(env_id):
     for name, expected in ref.items():
         np.testing.assert_allclose(np.asarray(getattr(out, name)), expected, rtol=1e-5, atol=1e-6)
     assert out.done.any()
-    # Same key, same trajectory; two chained halves equal one run of the total length.
+    # Same key, same trajectory; a continuation starts where the first run ended. (The same
+    # n and policy throughout: a brax rollout costs seconds of compile per program.)
     again = jaxsim.rollout(env, policy, n, num_envs=num_envs, key=KEY)
     np.testing.assert_array_equal(np.asarray(again.obs), np.asarray(out.obs))
-    first = jaxsim.rollout(env, "random", 7, num_envs=num_envs, key=KEY)
-    second = jaxsim.rollout(env, "random", 7, num_envs=num_envs, key=KEY, state=first.final_state)
-    assert second.obs.shape == (7, num_envs, *env.observation_space(env.default_params).shape)
-    np.testing.assert_array_equal(np.asarray(second.obs[0]), np.asarray(first.final_state.obs))
+    second = jaxsim.rollout(env, policy, n, num_envs=num_envs, state=out.final_state)
+    assert second.obs.shape == (n, num_envs, *env.observation_space(env.default_params).shape)
+    np.testing.assert_array_equal(np.asarray(second.obs[0]), np.asarray(out.final_state.obs))
+    assert not np.array_equal(np.asarray(second.obs), np.asarray(out.obs))  # a fresh key
 
 
 @pytest.mark.parametrize("env_id", _adapter_ids())
