@@ -59,6 +59,8 @@ from benchmarks.harness.paths import REPO_ROOT, RUNS_DIR
 from benchmarks.harness.record import append_jsonl, finish
 from benchmarks.peers import brax_case, rejax_case, sbx_case
 from benchmarks.peers.report import summary
+from jaxsim.cpu_threads import ensure_cpu_threads
+from jaxsim.envs import cpu_threads_needed
 
 SPEED_CASES = {"brax_ppo_speed": "inverted_pendulum", "brax_ppo_speed_ant": "ant"}
 CASES = (
@@ -317,6 +319,13 @@ def main(argv: list[str] | None = None) -> int:
         problem = problem or f"--seeds must be >= 1, got {args.seeds}"
     if problem:
         raise SystemExit(f"benchmarks.peers: {problem}")
+    # brax's cases size XLA's CPU pool before JAX starts (brax's deadlock on a small pool;
+    # jaxsim.cpu_threads): jaxsim's side here, brax's trainer in its subprocess (it inherits
+    # NPROC), so both sides run on the same pool; provenance records NPROC.
+    if any(name.startswith("brax_") for name in cases):
+        note = ensure_cpu_threads(*cpu_threads_needed("brax/ant"))  # the same for every brax id
+        if note:
+            print(f"[peers] {note}", flush=True)
     from benchmarks.harness.provenance import machine_tag, provenance  # imports jax
 
     seeds = 1 if args.smoke else args.seeds

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 
 from jaxsim.core import Env
+from jaxsim.cpu_threads import LAPACK_SAFE_THREADS
 from jaxsim.envs.classic_control import (
     Acrobot,
     CartPole,
@@ -25,6 +26,25 @@ ADAPTERS: dict[str, str] = {
     "brax": "jaxsim.envs.brax_adapter",
     "playground": "jaxsim.envs.playground_adapter",
 }
+
+
+# Adapter prefixes whose programs need more XLA CPU threads than one, and why (read from the id
+# alone: a command sizes the pool before it imports the library or starts JAX).
+_CPU_THREADS = {
+    "brax": (
+        LAPACK_SAFE_THREADS,
+        "brax's physics runs batched LAPACK kernels (Cholesky, triangular solves), which "
+        "deadlock a smaller pool: docs/upstream_jaxlib_lapack_deadlock.md",
+    ),
+}
+
+
+def cpu_threads_needed(env_id: str) -> tuple[int, str]:
+    """(the fewest XLA CPU pool threads programs stepping `env_id` run safely on, why): (1, "")
+    for most; brax's ids need `jaxsim.cpu_threads.LAPACK_SAFE_THREADS`. Imports nothing and
+    starts nothing; pass it to `jaxsim.cpu_threads.ensure_cpu_threads` before JAX starts."""
+    prefix, slash, _ = env_id.partition("/") if isinstance(env_id, str) else ("", "", "")
+    return _CPU_THREADS.get(prefix, (1, "")) if slash else (1, "")
 
 
 def registered_ids() -> list[str]:

@@ -10,6 +10,7 @@ import pytest
 from flax import serialization
 
 from agents import checkpoint, logs, train
+from jaxsim.cpu_threads import LAPACK_SAFE_THREADS, cpu_pool_size
 
 TINY = [
     "ppo", "--env", "CartPole-v1", "--seeds", "2", "--total-steps", "128", "--num-envs", "2",
@@ -131,3 +132,23 @@ def test_overwrite_replaces_the_run_and_leaves_nothing_of_the_old_one(tmp_path, 
 def test_resume_with_another_seed_is_refused_naming_both(capsys, finished_run):
     err = _exits(capsys, [*TINY, "--seed", "5", "--out", str(finished_run), "--resume"])
     assert "was trained with --seed 0, not --seed 5" in err and "pass --seed 0" in err
+
+
+def test_a_brax_run_sizes_the_cpu_pool_or_says_it_could_not(capsys, tmp_path, monkeypatch):
+    """Before anything starts JAX the command sizes XLA's CPU pool for brax's LAPACK kernels
+    (tests/jaxsim/test_cpu_threads.py shows the deadlock it prevents); in this process JAX has
+    started, so on a machine with fewer than 4 CPUs it says it could not and how to start."""
+    monkeypatch.delenv("NPROC", raising=False)
+
+    def stop(*_):  # the rest of the run (brax's import, its compiles) is not this test's
+        raise SystemExit(0)
+
+    monkeypatch.setattr(train, "_prepare", stop)
+    with pytest.raises(SystemExit):
+        train.main(["ppo", "--env", "brax/inverted_pendulum", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    if cpu_pool_size() < LAPACK_SAFE_THREADS:
+        assert "[ppo brax/inverted_pendulum] XLA's CPU pool has" in out
+        assert f"Start the process with NPROC={LAPACK_SAFE_THREADS}" in out
+    else:
+        assert "XLA's CPU pool" not in out
