@@ -47,8 +47,7 @@ from agents.train_args import (
     config_overrides,
     setup_cache,
 )
-from jaxsim.cpu_threads import ensure_cpu_threads
-from jaxsim.envs import cpu_threads_needed
+from jaxsim.envs import size_cpu_pool
 from jaxsim.files import finite_json, remove_stale_temporaries, write_json_atomic
 from jaxsim.profiler import check_output_dir
 
@@ -84,7 +83,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser = build_parser(given[0] if given and given[0] in ALGORITHMS else "ppo")
     args = parser.parse_args(argv)
     # Before anything starts JAX: XLA reads its CPU pool size once, then.
-    note = ensure_cpu_threads(*cpu_threads_needed(args.env))
+    note = size_cpu_pool(args.env)
     if note and not args.quiet:
         print(f"[{args.algorithm} {args.env}] {note}", flush=True)
     run = _prepare(parser, args, _command(argv))

@@ -37,6 +37,7 @@ from benchmarks.harness.formatting import format_rate, format_table
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import default_out, finish
 from benchmarks.harness.timing import time_interleaved
+from jaxsim.envs import size_cpu_pool
 
 VARIANTS = {"whole": False, "compact": True}
 PACKAGES = ("brax", "mujoco", "gymnax")
@@ -153,6 +154,9 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    note = size_cpu_pool(args.env)  # before JAX starts: brax's LAPACK kernels (jaxsim.envs)
+    if note:
+        print(f"compact_reset: {note}", flush=True)
     started = time.perf_counter()
     points = [measure(args.env, n, args.steps, args.repeats) for n in args.num_envs]
     rows = [

@@ -58,6 +58,7 @@ from benchmarks.harness.policies import discrete_policy, uniform_policy
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import default_out, finish
 from benchmarks.harness.timing import time_fn, time_interleaved
+from jaxsim.envs import size_cpu_pool
 
 FAMILIES = ("brax", "gymnax", "gymnasium")
 FULL_NUM_ENVS = (16, 256, 2048)
@@ -333,6 +334,10 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if "brax" in args.families:  # before JAX starts (jaxsim.envs.size_cpu_pool)
+        note = size_cpu_pool(f"brax/{args.brax_env}")
+        if note:
+            print(f"adapters: {note}", flush=True)
     started = time.perf_counter()
     measure = {"brax": brax_points, "gymnax": gymnax_points, "gymnasium": gymnasium_points}
     points = [p for family in args.families for p in measure[family](args)]

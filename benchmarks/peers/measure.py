@@ -59,8 +59,7 @@ from benchmarks.harness.paths import REPO_ROOT, RUNS_DIR
 from benchmarks.harness.record import append_jsonl, finish
 from benchmarks.peers import brax_case, rejax_case, sbx_case
 from benchmarks.peers.report import summary
-from jaxsim.cpu_threads import ensure_cpu_threads
-from jaxsim.envs import cpu_threads_needed
+from jaxsim.envs import size_cpu_pool
 
 SPEED_CASES = {"brax_ppo_speed": "inverted_pendulum", "brax_ppo_speed_ant": "ant"}
 CASES = (
@@ -323,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     # jaxsim.cpu_threads): jaxsim's side here, brax's trainer in its subprocess (it inherits
     # NPROC), so both sides run on the same pool; provenance records NPROC.
     if any(name.startswith("brax_") for name in cases):
-        note = ensure_cpu_threads(*cpu_threads_needed("brax/ant"))  # the same for every brax id
+        note = size_cpu_pool("brax/ant")  # the same for every brax id
         if note:
             print(f"[peers] {note}", flush=True)
     from benchmarks.harness.provenance import machine_tag, provenance  # imports jax

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 from jaxsim.core import Env
-from jaxsim.cpu_threads import LAPACK_SAFE_THREADS
+from jaxsim.cpu_threads import LAPACK_SAFE_THREADS, ensure_cpu_threads
 from jaxsim.envs.classic_control import (
     Acrobot,
     CartPole,
@@ -42,9 +42,17 @@ _CPU_THREADS = {
 def cpu_threads_needed(env_id: str) -> tuple[int, str]:
     """(the fewest XLA CPU pool threads programs stepping `env_id` run safely on, why): (1, "")
     for most; brax's ids need `jaxsim.cpu_threads.LAPACK_SAFE_THREADS`. Imports nothing and
-    starts nothing; pass it to `jaxsim.cpu_threads.ensure_cpu_threads` before JAX starts."""
+    starts nothing; `size_cpu_pool` passes it to `jaxsim.cpu_threads.ensure_cpu_threads`."""
     prefix, slash, _ = env_id.partition("/") if isinstance(env_id, str) else ("", "", "")
     return _CPU_THREADS.get(prefix, (1, "")) if slash else (1, "")
+
+
+def size_cpu_pool(*env_ids: str) -> str | None:
+    """`ensure_cpu_threads` with the most threads any of `env_ids` needs (`cpu_threads_needed`):
+    for a program that owns its process, before JAX starts. Returns its sentence, or None."""
+    needs = [cpu_threads_needed(env_id) for env_id in env_ids]
+    threads, reason = max(needs, key=lambda need: need[0], default=(1, ""))
+    return ensure_cpu_threads(threads, reason)
 
 
 def registered_ids() -> list[str]:

@@ -14,7 +14,7 @@ from jaxsim.cpu_threads import (
     ensure_cpu_threads,
     set_cpu_threads,
 )
-from jaxsim.envs import cpu_threads_needed
+from jaxsim.envs import cpu_threads_needed, size_cpu_pool
 
 # Counts XLA's CPU pool threads after one computation; prints -1 if none has the name XLA gives
 # them (a jaxlib that renamed them: nothing to count).
@@ -76,9 +76,9 @@ def test_the_gymnasium_front_re_exports_it():
 # and the loop runs on the pool as it is.
 TWO_CHAINS = """
 import jax, jax.numpy as jnp
-from jaxsim.cpu_threads import ensure_cpu_threads, cpu_pool_size
-from jaxsim.envs import cpu_threads_needed
-print(ensure_cpu_threads(*cpu_threads_needed("brax/ant")))
+from jaxsim.cpu_threads import cpu_pool_size
+from jaxsim.envs import size_cpu_pool
+print(size_cpu_pool("CartPole-v1", "brax/ant"))
 m = jax.random.normal(jax.random.key(0), (2, 1024, 16, 16))
 a, b = m @ jnp.swapaxes(m, -1, -2) + 16 * jnp.eye(16)
 x = jnp.ones((1024, 16, 1))
@@ -121,11 +121,13 @@ def test_the_guard_leaves_a_pool_that_is_large_enough_or_says_it_cannot_grow(mon
     assert os.environ["NPROC"] == "2"  # unchanged: the pool exists
 
 
-def test_only_brax_ids_ask_for_more_threads():
+def test_only_brax_ids_ask_for_more_threads(monkeypatch):
     assert cpu_threads_needed("brax/ant")[0] == LAPACK_SAFE_THREADS
     assert "LAPACK" in cpu_threads_needed("brax/inverted_pendulum")[1]
     for env_id in ("CartPole-v1", "gymnax/Breakout-MinAtar", "MinAtar/Breakout-v0", "brax"):
         assert cpu_threads_needed(env_id) == (1, "")
+    monkeypatch.setenv("NPROC", "1")
+    assert size_cpu_pool("CartPole-v1", "gymnax/Pendulum-v1") is None and size_cpu_pool() is None
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.0, True])
