@@ -169,7 +169,10 @@ class StateStepEnv(AdapterEnv):
     compact_reset = True
     # No YNNPACK fusions (jaxlib 0.10's XLA:CPU hands batched dots and reductions to YNNPACK):
     # in the physics pipeline's own loops each costs a library call per iteration. brax
-    # inverted_pendulum, 2048 envs, one jitted step: 162 ms with them, 12 ms without.
+    # inverted_pendulum, 2048 envs, one jitted step: 162 ms with them, 12 ms without. brax ant
+    # is mixed: its rollout alone ran 1.15-1.22x faster with them (2048 envs, interleaved), but
+    # PPO's loop at brax's ant settings took 91.5 s an update with them against 53-68 s without
+    # (the peers suite's ant case, one update each, 2026-12-02), so they stay off for all.
     cpu_compiler_options: ClassVar[dict[str, Any]] = {"xla_cpu_experimental_ynn_fusion_type": ""}
 
     def __init__(self, **kwargs):
