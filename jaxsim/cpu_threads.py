@@ -26,7 +26,7 @@ until the pieces are done; when as many of them run at once as the pool has thre
 is left to run the pieces and the process stops for good at 0% CPU
 (`docs/upstream_jaxlib_lapack_deadlock.md`). brax's generalized pipeline runs such kernels every
 step. `ensure_cpu_threads` is the guard a program that owns its process (the train command, a
-benchmark) calls before JAX starts, with `jaxsim.envs.cpu_threads_needed(env_id)`.
+benchmark) calls before JAX starts, through `jaxsim.envs.size_cpu_pool(env_id)`.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def ensure_cpu_threads(minimum: int, reason: str) -> str | None:
     """Makes XLA's CPU pool at least `minimum` threads, if JAX has not started yet.
 
     Meant for a program that owns its process (a command line, a benchmark), called before
-    JAX's first computation, with what `jaxsim.envs.cpu_threads_needed(env_id)` says. It is
+    JAX's first computation with what an environment needs (`jaxsim.envs.size_cpu_pool`). It is
     process-wide, as `set_cpu_threads`; subprocesses inherit it (`NPROC`).
 
     Args:
