@@ -32,6 +32,9 @@ class Suite:
     # The command-line arguments per plan; None: not run by the front door, only on its own.
     args: Callable[[Plan], list[str]] | None = None
     plot: Callable[[Any, Path], Path | None] | None = None  # (record, png path) -> png
+    # (record data) -> what it measured that another record of the suite may not have (a sweep,
+    # one size at length): the report shows the newest record of each scope. None: one scope.
+    scope: Callable[[dict[str, Any]], str] | None = None
     no_record: str = ""  # said under the heading when there is no record
     missing_reason: str = ""  # why the module may be missing
 

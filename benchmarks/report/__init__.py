@@ -10,9 +10,11 @@ its provenance) and every ratio is computed within one record, i.e. within one r
 found recursively, so a GPU run's directory (benchmarks/gpu_check.sh OUT_DIR) placed under the
 results directory is reported beside the CPU's, marked with its device. For each benchmark and
 machine the newest full or quick record is used (a smoke one only if there is no other), or the
-newest of `--mode`. A record that cannot be read, lacks a field or holds a zero, negative or
-non-finite figure is not used: it is named, with the field, in RESULTS.md and on stderr, and an
-older record shown in its place says so; every other file it passes over is named on stderr.
+newest of `--mode`; a suite that declares scopes (the throughput suite: a sweep over batch sizes,
+a long run at one size) has the newest record of each scope shown. A record that cannot be read,
+lacks a field or holds a zero, negative or non-finite figure is not used: it is named, with the
+field, in RESULTS.md and on stderr, and an older record shown in its place says so; every other
+file it passes over is named on stderr.
 
 This package composes the suites: document (RESULTS.md, one section per suite of the registry,
 each drawn by the suite's own report module), headline (the published figures beside the

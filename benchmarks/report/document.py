@@ -179,7 +179,8 @@ def build(
     invalid = found.invalid
     entries, bad_lines = load_manifest(results_dirs)
     invalid += bad_lines
-    selected = select(found.records, list(suites), mode)
+    scopes = {key: suite.scope for key, suite in suites.items() if suite.scope}
+    selected = select(found.records, list(suites), mode, scopes)
     off_policy = off_policy_reason(entries)
     base = out_md.parent
     plot_notes: list[str] = []

@@ -51,19 +51,22 @@ def headline(selected: Sequence[Record], off_policy: str) -> list[list[str]]:
     for r in selected:
         by[r.benchmark].append(r)
     cells: list[list[str]] = [[] for _ in PUBLISHED]
-    # 1 and 2: same-run throughput ratios.
+    # 1 and 2: same-run throughput ratios, from the first of a machine's records that has them.
+    machines: dict[str, list[Record]] = collections.defaultdict(list)
     for r in by["rollout_throughput"]:
-        envs = throughput_envs(r)
+        machines[r.device].append(r)
+    for device, records in machines.items():
         for row, den, what in (
             (0, "gymnasium_sync", "Gymnasium SyncVectorEnv"),
             (1, "torch", "eager-PyTorch CartPole"),
         ):
-            got = _best_ratio(r, "jaxsim", den, envs)
+            found = (_best_ratio(r, "jaxsim", den, throughput_envs(r)) for r in records)
+            got = next((g for g in found if g is not None), None)
             if got is None:
-                cells[row].append(f"{r.device}: not measured ({what} not in this run)")
+                cells[row].append(f"{device}: not measured ({what} not in its runs)")
                 continue
             env_id, n, v, best_env, best_n, best_v = got
-            text = f"{r.device}: jaxsim ÷ {what} = **{format_ratio(v)}** ({env_id}, N={n})"
+            text = f"{device}: jaxsim ÷ {what} = **{format_ratio(v)}** ({env_id}, N={n})"
             if (best_env, best_n) != (env_id, n):
                 text += f"; up to {format_ratio(best_v)} ({best_env}, N={best_n})"
             cells[row].append(text)

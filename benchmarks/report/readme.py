@@ -53,7 +53,8 @@ def summary_text(selected: Sequence[Record]) -> str:
 def summary_parts(selected: Sequence[Record]) -> list[str]:
     parts = []
     cpu = [r for r in selected if r.benchmark == "rollout_throughput" and not r.is_gpu]
-    for r in cpu[:1]:
+    # The CPU record with the most batch sizes (a sweep): a run at one size has its own section.
+    for r in sorted(cpu, key=lambda r: len(r.data.get("config", {}).get("num_envs", [])))[-1:]:
         points = [p for p in throughput_points(r) if p["env_id"] == "CartPole-v1"]
         ns = sorted({p["num_envs"] for p in points})
         rows = []

@@ -58,6 +58,17 @@ def throughput_envs(r: Record) -> list[str]:
     return [e for e in ENV_ORDER if e in envs] + sorted(envs - set(ENV_ORDER))
 
 
+def throughput_scope(data: dict[str, Any]) -> str:
+    """What a record measured: empty for a sweep over batch sizes, "N=4096, 1000 steps a call"
+    for a run at one size, which the report shows beside the machine's sweep, not in its place."""
+    cfg = data.get("config") or {}
+    ns = cfg.get("num_envs") or []
+    if len(ns) != 1:
+        return ""
+    steps = cfg.get("steps_per_call")
+    return f"N={ns[0]}" + (f", {steps // ns[0]} steps a call" if steps else "")
+
+
 def ordered_impls(points: Sequence[dict[str, Any]]) -> list[str]:
     seen = list(dict.fromkeys(p["impl"] for p in points))
     return [i for i in IMPL_LABELS if i in seen] + [i for i in seen if i not in IMPL_LABELS]
@@ -165,7 +176,8 @@ def throughput_section(r: Record, base: Path, plot: Path | None) -> str:
     cfg = r.data.get("config", {})
     points = throughput_points(r)
     parts = [
-        f"### Rollout throughput: {r.device}",
+        f"### Rollout throughput: {r.device}"
+        + (f", {scope}" if (scope := throughput_scope(r.data)) else ""),
         provenance_block(r, base),
         f"Random policy, env-steps/s: median of {cfg.get('repeats', '?')} timed samples of at "
         f"least {cfg.get('min_time', '?')} s after compile and warm-up (± half the min-max "

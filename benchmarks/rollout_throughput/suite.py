@@ -6,7 +6,11 @@ from typing import Any
 
 from benchmarks.harness.report import schema as s
 from benchmarks.harness.suite import Plan, Suite
-from benchmarks.rollout_throughput.report import plot_throughput, throughput_section
+from benchmarks.rollout_throughput.report import (
+    plot_throughput,
+    throughput_scope,
+    throughput_section,
+)
 
 BASELINES = ("gymnasium_sync", "gymnasium_async", "gymnasium_numpy", "envpool", "gymnax", "torch")
 
@@ -64,4 +68,5 @@ SUITE = Suite(
     section=throughput_section,
     args=args,
     plot=plot_throughput,
+    scope=throughput_scope,
 )

@@ -135,6 +135,43 @@ def _report(results, tmp_path, capsys):
     return md.read_text(), capsys.readouterr().err
 
 
+def test_report_shows_a_run_at_one_size_beside_the_sweep_not_in_its_place(tmp_path, capsys):
+    # A long run at N=4096 is newer than the machine's sweep, yet it lacks the sweep's
+    # SyncVectorEnv row: both are shown, the headline and the summary read the sweep, and of two
+    # sweeps (or two runs at one size) only the newer is shown; a smoke record is not shown.
+    def record(utc, ns, medians, steps_per_call=None):
+        data = _throughput_record(utc, {impl: {n: medians[impl] for n in ns} for impl in medians})
+        data["config"] = {"repeats": 3, "min_time": 0.1, "num_envs": ns}
+        if steps_per_call:
+            data["config"]["steps_per_call"] = steps_per_call
+        return data
+
+    sweep = {"jaxsim": 4e6, "gymnasium_sync": 1e5}
+    files = {
+        "rollout_throughput_cpu2_h_old.json": record("2026-11-01", [1, 4096], sweep),
+        "rollout_throughput_cpu2_h_quick.json": record("2026-11-02", [1, 4096], sweep),
+        "rollout_throughput_cpu2_h_long_old.json": record(
+            "2026-11-03", [4096], {"jaxsim": 5e6}, 4096000
+        ),
+        "rollout_throughput_cpu2_h_long.json": record(
+            "2026-11-04", [4096], {"jaxsim": 6e6, "gymnasium_numpy": 2e6}, 4096000
+        ),
+        "rollout_throughput_cpu2_h_smoke.json": record("2026-11-05", [2], {"jaxsim": 1e3}),
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_text(json.dumps(data))
+    text, _ = _report(tmp_path, tmp_path, capsys)
+    used = text[text.index("## Records used") :]
+    assert "_h_quick.json" in used and "_h_long.json" in used
+    assert "_h_old.json" not in used and "_long_old.json" not in used and "_smoke" not in used
+    assert "### Rollout throughput: cpu (TestCPU, 2 cores)\n" in text
+    assert "### Rollout throughput: cpu (TestCPU, 2 cores), N=4096, 1000 steps a call\n" in text
+    assert "jaxsim ÷ Gymnasium SyncVectorEnv = **40x** (CartPole-v1, N=4096)" in text
+    assert "not measured (Gymnasium SyncVectorEnv" not in text
+    report = build([tmp_path], tmp_path / "R.md", None, plots=False, readme=tmp_path / "README.md")
+    assert re.search(r"\| implementation +\| +N=1 \| +N=4096 \|", report.summary)  # the sweep
+
+
 def test_report_says_when_the_newest_record_is_truncated_and_an_older_one_is_shown(
     tmp_path, capsys
 ):

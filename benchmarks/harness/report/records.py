@@ -1,4 +1,4 @@
-"""The JSON records the results report reads: loading, checking, and choosing one per machine."""
+"""The JSON records the results report reads: loading, checking, and choosing the ones to show."""
 
 from __future__ import annotations
 
@@ -182,21 +182,40 @@ def _preference(mode: str | None, utc: str, path: Path) -> tuple:
 
 
 def select(
-    records: Sequence[Record], order: Sequence[str], mode: str | None = None
+    records: Sequence[Record],
+    order: Sequence[str],
+    mode: str | None = None,
+    scopes: Mapping[str, Callable[[dict[str, Any]], str]] | None = None,
 ) -> list[Record]:
-    """For each (benchmark, device): the newest record of `mode`; by default the newest full or
-    quick one (a smoke record only where there is nothing else).
+    """For each (benchmark, device, scope): the newest record of `mode`; by default the newest
+    full or quick one (a smoke record only where the machine has nothing else of the benchmark).
 
-    Returns them ordered by benchmark (as in `order`), CPU before GPU.
+    A benchmark's scope (`scopes[benchmark](data)`, "" where it has none) says what a record
+    measured that another of the same suite may not have: a sweep over batch sizes and a long run
+    at one size are both shown; of two sweeps, the newer. Returns them ordered by benchmark (as in
+    `order`), CPU before GPU, then by scope.
     """
-    groups: dict[tuple[str, str], list[Record]] = {}
+    scopes = scopes or {}
+
+    def scope(r: Record) -> str:
+        return scopes[r.benchmark](r.data) if r.benchmark in scopes else ""
+
+    machines: dict[tuple[str, str], list[Record]] = {}
     for r in records:
         if _has_points(r) and (mode is None or r.mode == mode):
-            groups.setdefault((r.benchmark, r.device), []).append(r)
-    chosen = [
-        min(group, key=lambda r: _preference(r.mode, r.utc, r.path)) for group in groups.values()
-    ]
-    return sorted(chosen, key=lambda r: (order.index(r.benchmark), r.is_gpu, r.device))
+            machines.setdefault((r.benchmark, r.device), []).append(r)
+    chosen = []
+    for group in machines.values():
+        if any(r.mode != "smoke" for r in group):
+            group = [r for r in group if r.mode != "smoke"]
+        by_scope: dict[str, list[Record]] = {}
+        for r in group:
+            by_scope.setdefault(scope(r), []).append(r)
+        chosen += [
+            min(same, key=lambda r: _preference(r.mode, r.utc, r.path))
+            for same in by_scope.values()
+        ]
+    return sorted(chosen, key=lambda r: (order.index(r.benchmark), r.is_gpu, r.device, scope(r)))
 
 
 def would_have_been_chosen(bad: InvalidRecord, shown: Record, mode: str | None) -> bool:
