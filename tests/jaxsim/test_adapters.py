@@ -191,6 +191,56 @@ def test_ids_that_cannot_run_are_refused_by_name_with_the_reason():
         jaxsim.make("brax/fast")
 
 
+# ------------------------------------------------------------------ reset(key) -> State libraries
+def _state_step_env(env_id, reset):
+    """A jaxsim adapter of a fake brax-like library whose `reset` is `reset`; its eager
+    `observation_size` fails the test if the adapter asks for it."""
+    from flax import struct
+
+    from jaxsim.envs import adapters
+
+    @struct.dataclass
+    class State:
+        obs: object
+        reward: jax.Array
+        done: jax.Array
+
+    class Inner:
+        action_size = 1
+
+        def reset(self, key):
+            return State(reset(key), jnp.float32(0), jnp.float32(0))
+
+        @property
+        def observation_size(self):
+            raise AssertionError("the adapter ran the library's eager reset")
+
+    class FakeEnv(adapters.StateStepEnv):
+        library = "fake"
+
+        @classmethod
+        def _build(cls, config):
+            return Inner()
+
+        @staticmethod
+        def _ctrl_range(inner_env):
+            return np.array([[-2.0, 2.0]])
+
+    fields = {"max_episode_steps": adapters.max_steps_field(10, "fake")}
+    return adapters.adapter_class(FakeEnv, env_id, fields, {})
+
+
+def test_a_libraries_observation_shape_is_traced_not_computed():
+    env = _state_step_env("fake/vector", lambda key: jnp.zeros(5) + key[0])()
+    assert env.observation_space(env.default_params).shape == (5,)
+    assert env.action_space(env.default_params).shape == (1,)
+    dict_obs = _state_step_env("fake/dict", lambda key: {"a": jnp.zeros(3), "b": jnp.zeros(2)})
+    with pytest.raises(ValueError, match=r"fake/dict: observations are \{'a': \(3,\), 'b'"):
+        dict_obs()
+    with pytest.raises(ValueError, match=r"fake/image: observations are \(4, 4\)"):
+        _state_step_env("fake/image", lambda key: jnp.zeros((4, 4)))()
+
+
 # ------------------------------------------------------------------------------ brax parity
 @pytest.mark.parametrize("name", BRAX_NAMES)
 def test_brax_transition_equals_brax_step(name):
@@ -199,7 +249,7 @@ def test_brax_transition_equals_brax_step(name):
     env = jaxsim.make(f"brax/{name}")
     params = env.default_params
     key_data = jnp.array([5, 6], jnp.uint32)
-    state = env.init_state(key_data, params)
+    state = jax.jit(env.init_state)(key_data, params)  # eagerly, brax's init compiles op by op
     bstate = jax.jit(benv.reset)(key_data)
     _assert_close(state.inner, bstate)
     step, bstep = jax.jit(env.step), jax.jit(benv.step)
