@@ -120,6 +120,13 @@ def run(args) -> int:
     # SIGTERM (a CI timeout, `kill`) stops the run as Ctrl-C does: the suite's process group is
     # stopped too, and the manifest says so.
     previous = signal.signal(signal.SIGTERM, raise_interrupt)
+    # A suite that runs out of time gets SIGINT first, to clean up (harness/runner.py). A run
+    # started in the background (`cmd &`, where the shell ignores SIGINT) would hand the ignoring
+    # down to every suite, and a timed-out one would die by SIGKILL 10 s later, uncleaned. An
+    # installed handler is not inherited across exec: the suites start with SIGINT's default.
+    previous_int = signal.getsignal(signal.SIGINT)
+    if previous_int == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         for i, name in enumerate(suites, 1):
             suite = registry.SUITES[name]
@@ -142,6 +149,7 @@ def run(args) -> int:
         print(f"\ninterrupted: {len(entries)} finished suite record(s) kept in {out_dir}")
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
     wall = time.perf_counter() - started
     if status == "ok" and any(e["status"] == "failed" for e in entries):
         status = "failed"
