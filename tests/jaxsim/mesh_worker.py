@@ -1,14 +1,16 @@
 """Checks of rollouts and agents on a device mesh, run in a subprocess with forced CPU devices.
 
-`python tests/jaxsim/mesh_worker.py CASE` with XLA_FLAGS=--xla_force_host_platform_device_count=N
-set by the caller (test_sharding.py, beside it), so the flag never reaches the test process.
-Prints one JSON line of measurements; the test asserts on them.
+`python tests/jaxsim/mesh_worker.py CASE[,CASE...] [OUT]` with
+XLA_FLAGS=--xla_force_host_platform_device_count=N set by the caller (test_sharding.py, beside
+it), so the flag never reaches the test process. Prints one JSON line: each case's measurements
+(or its traceback); the tests assert on them.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import traceback
 
 import jax
 import jax.numpy as jnp
@@ -172,8 +174,8 @@ def minatar_case() -> dict:
     }
 
 
-if __name__ == "__main__":
-    case = sys.argv[1]
+def run_cases(names: list[str], out: str | None) -> dict:
+    """Each case's result, or the traceback it raised: one case failing fails only its test."""
     cases = {
         "scan": lambda: rollout_case("scan"),
         "fused": lambda: rollout_case("fused"),
@@ -181,6 +183,18 @@ if __name__ == "__main__":
         "minatar": minatar_case,
         "checks": checks_case,
         "ppo": ppo_case,
-        "train": lambda: train_case(sys.argv[2]),
+        "train": lambda: train_case(out),
     }
-    print(json.dumps({"devices": jax.device_count(), "result": cases[case]()}))
+    results = {}
+    for name in names:
+        try:
+            results[name] = {"result": cases[name]()}
+        except Exception:
+            results[name] = {"error": traceback.format_exc()}
+    return results
+
+
+if __name__ == "__main__":
+    # CASE[,CASE...] [OUT]: the cases run in this one process (one start of jax for them all).
+    results = run_cases(sys.argv[1].split(","), sys.argv[2] if len(sys.argv) > 2 else None)
+    print(json.dumps({"devices": jax.device_count(), "cases": results}))

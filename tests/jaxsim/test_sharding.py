@@ -38,13 +38,30 @@ def _env(devices: int) -> dict:
     return env
 
 
-def _worker(case: str, *args: str, devices: int = 2) -> dict:
-    cmd = [sys.executable, os.path.join(HERE, "mesh_worker.py"), case, *args]
+def _worker(cases: list[str], *args: str, devices: int = 2) -> dict:
+    """{case: its result, or {"error": traceback}} from one mesh_worker.py process."""
+    cmd = [sys.executable, os.path.join(HERE, "mesh_worker.py"), ",".join(cases), *args]
     proc = subprocess.run(cmd, env=_env(devices), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["devices"] == devices
-    return out["result"]
+    return out["cases"]
+
+
+def _result(got: dict):
+    assert "error" not in got, got["error"]
+    return got["result"]
+
+
+# The two-device cases run in one worker process, started once for the module (jax's start-up
+# and the agents' imports are seconds each); each test reads its own case's result.
+TWO_DEVICE_CASES = ["scan", "minatar", "fused", "checks", "ppo", "train"]
+
+
+@pytest.fixture(scope="module")
+def two_devices(tmp_path_factory) -> dict:
+    train_out = tmp_path_factory.mktemp("train")
+    return {"train_out": train_out, **_worker(TWO_DEVICE_CASES, str(train_out))}
 
 
 def _assert_matches(cmp: dict) -> None:
@@ -60,37 +77,37 @@ def _assert_matches(cmp: dict) -> None:
 
 # ------------------------------------------------------------------------- on forced CPU devices
 @pytest.mark.slow
-def test_scan_rollout_on_mesh_equals_unsharded():
-    result = _worker("scan")
+def test_scan_rollout_on_mesh_equals_unsharded(two_devices):
+    result = _result(two_devices["scan"])
     _assert_matches(result["first"])
     _assert_matches(result["continued"])  # final_state continues on the mesh
     assert result["stats_only_count_equal"] and result["stats_only_gap"] < FLOAT_TOL
 
 
 @pytest.mark.slow
-def test_minatar_bool_observations_on_mesh():
-    result = _worker("minatar")
+def test_minatar_bool_observations_on_mesh(two_devices):
+    result = _result(two_devices["minatar"])
     assert result == {"dtypes": ["bool"], "equal": True, "split": True}
 
 
 @pytest.mark.slow
-def test_fused_rollout_per_shard_keeps_global_indices():
-    result = _worker("fused")
+def test_fused_rollout_per_shard_keeps_global_indices(two_devices):
+    result = _result(two_devices["fused"])
     _assert_matches(result["first"])
     _assert_matches(result["continued"])
     assert result["stats_only_count_equal"] and result["stats_only_gap"] < FLOAT_TOL
 
 
 @pytest.mark.slow
-def test_other_mesh_axes_replicate_and_checks_name_the_global_environment():
-    _assert_matches(_worker("two_axes", devices=4))
-    message = _worker("checks")
+def test_other_mesh_axes_replicate_and_checks_name_the_global_environment(two_devices):
+    _assert_matches(_result(_worker(["two_axes"], devices=4)["two_axes"]))
+    message = _result(two_devices["checks"])
     assert "step 0, environment 5" in message, message
 
 
 @pytest.mark.slow
-def test_agents_on_two_devices_follow_one_device():
-    result = _worker("ppo")
+def test_agents_on_two_devices_follow_one_device(two_devices):
+    result = _result(two_devices["ppo"])
     assert result["env_state_split"] and result["episodes_equal"]
     assert max(result["loss_gap_per_update"]) < 1e-4, result
     assert result["weight_gap"] < 1e-4, result
@@ -98,10 +115,10 @@ def test_agents_on_two_devices_follow_one_device():
 
 
 @pytest.mark.slow
-def test_train_command_with_devices(tmp_path):
-    result = _worker("train", str(tmp_path))
+def test_train_command_with_devices(two_devices):
+    result = _result(two_devices["train"])
     assert np.isfinite(result["mean_return"])
-    assert (tmp_path / "checkpoint.msgpack").exists()
+    assert (two_devices["train_out"] / "checkpoint.msgpack").exists()
 
 
 @pytest.mark.slow
