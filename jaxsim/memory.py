@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import numpy as np
 
@@ -58,10 +60,13 @@ def _gb(x: float) -> str:
     return f"{x / 1e9:.3g} GB"
 
 
+@functools.lru_cache(maxsize=256)
 def _state_bytes(env: Env) -> int:
     """Bytes of one environment's rollout carry: its env state, observation and episode totals.
 
-    From abstract shapes (`jax.eval_shape`): nothing of the batch's size is allocated.
+    From abstract shapes (`jax.eval_shape`): nothing of the batch's size is allocated. Once per
+    environment (equal environments hash equal): tracing `init_state` on every call was most
+    of a small rollout's cost (CartPole, one step: 1.3-1.9 ms a call).
     """
     params = env.default_params
     state = jax.eval_shape(env.init_state, env.reset_draw_shapes(), params)

@@ -329,3 +329,22 @@ def test_a_state_dict_saved_before_next_key_still_restores():
     assert restored.next_key.shape == (3, 2) and not np.asarray(restored.next_key).any()
     with pytest.raises(ValueError, match="Unknown field"):
         serialization.from_state_dict(final, dict(saved, extra=1))
+
+
+def test_a_repeated_rollout_does_not_trace_the_environment_again():
+    # The per-call checks (memory, params) read what they need from caches and concrete values:
+    # tracing init_state on every call cost 1.3-1.9 ms of a one-step CartPole rollout.
+    calls = []
+
+    class Counting(type(jaxsim.make("CartPole-v1"))):
+        def init_state(self, u, params):
+            calls.append(1)
+            return super().init_state(u, params)
+
+    env = Counting()
+    jaxsim.rollout(env, "random", 3, num_envs=2, key=KEY)
+    first = len(calls)
+    for seed in range(3):
+        out = jaxsim.rollout(env, "random", 3, num_envs=2, key=jax.random.key(seed))
+    assert out.reward.shape == (3, 2) and first > 0
+    assert len(calls) == first
