@@ -113,7 +113,7 @@ def test_the_guard_leaves_a_pool_that_is_large_enough_or_says_it_cannot_grow(mon
     monkeypatch.setenv("NPROC", "6")
     assert cpu_pool_size() == 6
     assert ensure_cpu_threads(6, "why") is None and ensure_cpu_threads(1, "why") is None
-    monkeypatch.setenv("NPROC", "2")  # this process's JAX has started (the conftest's probe)
+    monkeypatch.setenv("NPROC", "2")  # and this process's JAX has started (the next line)
     jax.numpy.zeros(1)
     note = ensure_cpu_threads(4, "brax's physics")
     assert "has 2 threads, fewer than the 4" in note and "brax's physics" in note
