@@ -13,6 +13,9 @@ Per game, at N environments, random uniform actions, every step's observation ke
   "terminated", "truncated"))` on the scan backend, chained through `final_state`, a fresh
   trajectory each call; its observations the original's bool [10, 10, C] grid;
 - reuse: the same call with `out=` the previous call's trajectory (its buffers donated);
+- dynamics: the reuse call keeping rewards and flags only, no observation: the game's step
+  alone, the ceiling of what any observation format can reach (recorded as a bound, not a
+  result: its ratio to the original says whether >= 100x is within the step's own reach);
 - gymnax: gymnax's `<Game>-MinAtar` in its own jit(scan(vmap(env.step))), observations kept;
 - adapter: `jaxsim.make("gymnax/<Game>-MinAtar")` through the same `jaxsim.rollout` call;
 - fused (when asked; for a GPU): the native game through the same call on the fused backend;
@@ -62,15 +65,20 @@ from benchmarks.harness.record import default_out, finish
 from benchmarks.harness.timing import time_fn, time_interleaved
 from benchmarks.minatar import loops
 
-IMPLS = ("reuse", "gymnax", "adapter", "original", "fused")
-CPU_IMPLS = IMPLS[:4]  # the fused kernel runs in Pallas interpret mode on a CPU: tests only
+IMPLS = ("reuse", "dynamics", "gymnax", "adapter", "original", "fused")
+CPU_IMPLS = IMPLS[:5]  # the fused kernel runs in Pallas interpret mode on a CPU: tests only
 # jaxsim's native game over each other loop, env-steps/s: what the issue asks (None: recorded).
 # "fused" is the native game on the fused backend: its ratio is recorded as fused over scan.
 # "reuse" is the native game on the scan backend writing into the previous call's trajectory
 # (`rollout(..., out=previous)`): recorded as out= over the fresh scan loop, and its ratios to
 # gymnax and the original beside the fresh-buffer row's, against the same targets.
-TARGETS = {"reuse": None, "gymnax": 3.0, "adapter": None, "original": 100.0, "fused": None}
+# "dynamics" is the reuse call without observations: recorded over the fresh scan loop and
+# over the original, as information (a bound on the observation-keeping rows, not a result).
+TARGETS = {"reuse": None, "dynamics": None, "gymnax": 3.0, "adapter": None,
+           "original": 100.0, "fused": None}  # fmt: skip
 REUSE_TARGETS = {"gymnax": 3.0, "original": 100.0}
+# The loops that step jaxsim's native game, each's ratio to the fresh scan loop named so.
+OVER_SCAN = {"fused": "fused / scan", "reuse": "out= / scan", "dynamics": "no obs / scan"}
 PACKAGES = ("gymnax", "gymnasium", "minatar")
 
 
@@ -118,6 +126,10 @@ def jax_points(game: str, args) -> list[dict[str, Any]]:
     makers = {
         "jaxsim": (native, lambda: loops.jaxsim_loop(native, n, steps, keep_obs=obs)),
         "reuse": (native, lambda: loops.jaxsim_loop(native, n, steps, keep_obs=obs, reuse=True)),
+        "dynamics": (
+            native,
+            lambda: loops.jaxsim_loop(native, n, steps, keep_obs=False, reuse=True),
+        ),
         "gymnax": (gymnax_id, lambda: loops.gymnax_loop(gymnax_id, n, steps, keep_obs=obs)),
         "adapter": (adapter, lambda: loops.jaxsim_loop(adapter, n, steps, keep_obs=obs)),
         "fused": (native, lambda: loops.jaxsim_loop(native, n, steps, "fused", keep_obs=obs)),
@@ -193,8 +205,8 @@ def ratios(points) -> list[dict[str, Any]]:
             continue
         value, paired = _ratio(mine, theirs, impl)
         name = f"jaxsim / {impl}"
-        if impl in ("fused", "reuse"):  # the kernel, or out=, over the fresh scan loop
-            name = f"{'fused' if impl == 'fused' else 'out='} / scan"
+        if impl in OVER_SCAN:  # the kernel, out= or no observations, over the fresh scan loop
+            name = OVER_SCAN[impl]
             value, paired = 1 / value, paired and 1 / paired
         add(name, game, mine, value, paired, TARGETS[impl])
     for (game, impl), theirs in ok.items():
@@ -202,6 +214,10 @@ def ratios(points) -> list[dict[str, Any]]:
         if impl in REUSE_TARGETS and mine is not None:
             value, paired = _ratio(mine, theirs, impl)
             add(f"jaxsim out= / {impl}", game, mine, value, paired, REUSE_TARGETS[impl])
+        bound = ok.get((game, "dynamics"))
+        if impl == "original" and bound is not None:
+            value, _ = _ratio(bound, theirs, impl)
+            add("no obs / original", game, bound, value, None, None)
     return targets
 
 

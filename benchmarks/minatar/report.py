@@ -8,14 +8,16 @@ from benchmarks.harness.formatting import format_rate, format_ratio, format_tabl
 from benchmarks.harness.report.markdown import provenance_block
 from benchmarks.harness.report.records import Record
 
-_LOOPS = ("jaxsim", "reuse", "gymnax", "adapter", "original", "fused")
-# Each loop's ratio in the record: jaxsim's native game over it; the kernel, and out= reuse,
-# over the scan with fresh buffers.
+_LOOPS = ("jaxsim", "reuse", "dynamics", "gymnax", "adapter", "original", "fused")
+# Each loop's ratio in the record: jaxsim's native game over it; the kernel, out= reuse and the
+# game without observations over the scan with fresh buffers.
 _RATIO = {"gymnax": "jaxsim / gymnax", "adapter": "jaxsim / adapter",
           "original": "jaxsim / original", "fused": "fused / scan",
-          "reuse": "out= / scan"}  # fmt: skip
-# With a reuse row: its own ratios to gymnax and the original (the same targets).
+          "reuse": "out= / scan", "dynamics": "no obs / scan"}  # fmt: skip
+# With a reuse row: its own ratios to gymnax and the original (the same targets); with a
+# dynamics row, its ratio to the original (the ceiling of the observation-keeping rows).
 _REUSE_RATIOS = ("jaxsim out= / gymnax", "jaxsim out= / original")
+_DYNAMICS_RATIOS = ("no obs / original",)
 
 
 def minatar_section(r: Record, base: Path, plot: Path | None = None) -> str:
@@ -32,7 +34,10 @@ def minatar_section(r: Record, base: Path, plot: Path | None = None) -> str:
         "observation. Targets: jaxsim / gymnax >= 3, jaxsim / original >= 100. On a GPU, "
         "*fused*: the native game on the fused backend, timed in turn with the scan. *reuse* "
         "(records since the grid became bool): the native game with `rollout(..., out=previous)`"
-        ", writing into the previous call's buffers."
+        ", writing into the previous call's buffers. *dynamics* (records since 2026-12-02): the "
+        "same call keeping rewards and flags only, no observation: the game's step alone, a "
+        "bound on what the rows that keep observations can reach (*no obs / original* is that "
+        "bound's ratio, information, not a result)."
     )
     points = d.get("results", [])
     by = {(p["game"], p["impl"]): p for p in points}
@@ -41,6 +46,7 @@ def minatar_section(r: Record, base: Path, plot: Path | None = None) -> str:
     loops = [impl for impl in _LOOPS if any(p["impl"] == impl for p in points)]
     names = [_RATIO[impl] for impl in loops[1:]]
     names += list(_REUSE_RATIOS) if "reuse" in loops else []
+    names += list(_DYNAMICS_RATIOS) if "dynamics" in loops else []
     rows = []
     for game in games:
         cells = []

@@ -12,7 +12,10 @@ from benchmarks.minatar.report import minatar_section
 def args(p: Plan) -> list[str]:
     # The JAX baselines are gymnax (its own loop and jaxsim's adapter of it); the original
     # package is stepped through Gymnasium's SyncVectorEnv.
-    impls = ["gymnax", "adapter"] if "gymnax" in p.baselines else []
+    # jaxsim's own rows beside the fresh scan loop (out= reuse, and the game without
+    # observations: the bound) outside smoke runs, which check the pipeline only.
+    impls = ["reuse", "dynamics"] if p.mode != "smoke" else []
+    impls += ["gymnax", "adapter"] if "gymnax" in p.baselines else []
     impls += ["original"] if "gymnasium_sync" in p.baselines else []
     impls += ["fused"] if p.on_gpu else []  # on a CPU the kernel is interpreted: tests only
     selected = ["--impls", ",".join(impls) or "none"]

@@ -18,24 +18,31 @@ def test_tiny_run_writes_a_valid_record(tmp_path):
     out = tmp_path / "minatar.json"
     # The adapter's loop is the gymnax one through jaxsim.rollout (test_adapters_benchmark);
     # leaving it out saves a compile.
-    argv = "--games Breakout --impls gymnax,original --num-envs 3 --steps 2 --repeats 2 "
+    argv = "--games Breakout --impls dynamics,gymnax,original --num-envs 3 --steps 2 --repeats 2 "
     argv += f"--original-envs 2 --original-steps 2 --original-repeats 1 --out {out}"
     assert minatar.main(argv.split()) == 0
     record = json.loads(out.read_text())
     assert record["benchmark"] == "minatar" and record_problems(record) == []
     assert {p["impl"]: p["status"] for p in record["results"]} == dict.fromkeys(
-        ("jaxsim", "gymnax", "original"), "ok"
+        ("jaxsim", "dynamics", "gymnax", "original"), "ok"
     )
     for p in record["results"]:
-        assert p["checks"]["obs_shape"] == [2, p["num_envs"], 10, 10, 4]
+        kept = None if p["impl"] == "dynamics" else [2, p["num_envs"], 10, 10, 4]
+        assert p["checks"]["obs_shape"] == kept, p["impl"]
         if p["impl"] != "original":
             assert p["timing"]["compiles_during_timing"] == 0
     targets = {t["name"]: t for t in record["targets"]}
-    assert set(targets) == {"jaxsim / gymnax", "jaxsim / original"}
+    assert set(targets) == {
+        "jaxsim / gymnax", "jaxsim / original", "no obs / scan", "no obs / original"
+    }  # fmt: skip
     assert targets["jaxsim / gymnax"]["min"] == 3.0 and targets["jaxsim / original"]["min"] == 100
-    assert all(t["status"] in ("pass", "fail") and t["value"] > 0 for t in targets.values())
+    for name, t in targets.items():  # the game without observations is a bound, not a result
+        want = ("info",) if name.startswith("no obs") else ("pass", "fail")
+        assert t["status"] in want and t["value"] > 0, name
+    assert targets["no obs / original"]["min"] is None
     text = SUITES["minatar"].section(Record(out, record), tmp_path, None)
     assert "| Breakout" in text and "jaxsim / original" in text and "| adapter" not in text
+    assert "no obs / original" in text
 
 
 def test_check_outputs_rejects_cells_other_than_0_and_1():
@@ -55,8 +62,9 @@ def test_smoke_plan_is_tiny_and_follows_the_baselines():
     args = SUITES["minatar"].args
     smoke = args(Plan("smoke", frozenset({"gymnax"}), on_gpu=False))
     assert smoke[:2] == ["--impls", "gymnax,adapter"] and "--num-envs" in smoke
-    assert args(Plan("quick", frozenset(), on_gpu=False)) == ["--impls", "none", "--quick"]
-    assert args(Plan("full", frozenset(), on_gpu=True)) == ["--impls", "fused"]
+    quick = args(Plan("quick", frozenset(), on_gpu=False))
+    assert quick == ["--impls", "reuse,dynamics", "--quick"]
+    assert args(Plan("full", frozenset(), on_gpu=True)) == ["--impls", "reuse,dynamics,fused"]
 
 
 def test_bad_arguments_name_the_flag():
