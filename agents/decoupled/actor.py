@@ -26,17 +26,18 @@ class Stopped(Exception):
 
 
 class PhaseTimer:
-    """Wall seconds per named phase of one thread (acting, waiting, learning...)."""
+    """Wall seconds per named phase of one thread (acting, waiting, learning...), and the
+    whole process's CPU seconds over the same span (every thread's: XLA's pool, EnvPool's)."""
 
     def __init__(self, name: str):
         self.name = name
-        self.seconds: dict[str, float] = collections.defaultdict(float)
-        self.t0 = time.perf_counter()
+        self.restart()
 
     def restart(self) -> None:
         """Forget what was timed so far (compilation, start-up): the profile starts now."""
-        self.seconds = collections.defaultdict(float)
+        self.seconds: dict[str, float] = collections.defaultdict(float)
         self.t0 = time.perf_counter()
+        self.cpu0 = time.process_time()
 
     def add(self, phase: str, since: float) -> float:
         now = time.perf_counter()
@@ -45,7 +46,13 @@ class PhaseTimer:
 
     def report(self) -> dict[str, Any]:
         wall = time.perf_counter() - self.t0
-        return {"thread": self.name, "wall_s": wall, "phases_s": dict(self.seconds)}
+        cpu = time.process_time() - self.cpu0
+        return {
+            "thread": self.name,
+            "wall_s": wall,
+            "process_cpu_s": cpu,
+            "phases_s": dict(self.seconds),
+        }
 
 
 @struct.dataclass

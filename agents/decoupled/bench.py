@@ -40,6 +40,35 @@ def default_envs() -> list[str]:
     return [cartpole, "gymnasium/MinAtar/Breakout-v0"]
 
 
+ACTING = ("policy", "env", "record")  # an actor's phases that are acting, not waiting
+
+
+def overlap_bound(profile: list[dict], cores: int) -> dict[str, float]:
+    """What overlapping acting with learning can give at most, from the synchronous loop's own
+    profile (one actor: the learner waits while it acts, it waits while the learner learns).
+
+    - `phases`: (acting + learning) / max(acting, learning), the speed-up if each side went
+      on as fast beside the other as alone, never waiting;
+    - `cores`: cores / (the process's CPU seconds per wall second), the speed-up if the loop
+      kept every core as busy as it keeps those it uses now;
+    - `bound`: the smaller. A decoupled run on these cores cannot pass it; the two sides also
+      slow each other down when they share the cores, so it is an upper bound."""
+    learner, actor = profile[0], profile[1]
+    learn = learner["phases_s"].get("learn", 0.0)
+    acting = sum(actor["phases_s"].get(p, 0.0) for p in ACTING)
+    phases = (learn + acting) / max(learn, acting, 1e-12)
+    cpu_per_wall = learner["process_cpu_s"] / max(learner["wall_s"], 1e-12)
+    by_cores = cores / max(cpu_per_wall, 1e-12)
+    return {
+        "learn_s": learn,
+        "acting_s": acting,
+        "phases": phases,
+        "cpu_per_wall": cpu_per_wall,
+        "cores": by_cores,
+        "bound": min(phases, by_cores),
+    }
+
+
 def _throughput(config: PPOConfig, times: list[float], warmup: int) -> float:
     steps = (len(times) - warmup) * config.batch_size
     return steps / (times[-1] - times[warmup - 1])
@@ -83,6 +112,7 @@ def measure_decoupled(
         learners = {v: HostPPO(config, *spaces, env_id, vtrace=v) for v in (False, True)}
         runs: dict[str, list[float]] = {}
         profiles: dict[str, list] = {}  # the last repeat's, per thread: where the time went
+        bounds: list[dict] = []  # each repeat's sync-1actor overlap bound
         for _ in range(repeats):
             for schedule, n_actors in ARRANGEMENTS:
                 n_actors = n_actors or actors
@@ -95,6 +125,8 @@ def measure_decoupled(
                 result = run_decoupled(learner, dc, state, updates, profile_after=warmup)
                 runs.setdefault(name, []).append(_throughput(config, result.update_times, warmup))
                 profiles[name] = result.profile
+                if name == "sync-1actor":
+                    bounds.append(overlap_bound(result.profile, os.cpu_count() or 1))
         sps = {k: float(np.median(v)) for k, v in runs.items()}
         base = sps["sync-1actor"]
         results[env_id] = {
@@ -105,6 +137,10 @@ def measure_decoupled(
             "ratio_to_sync_same_actors": {
                 k: v / sps[f"sync-{actors}actor"] for k, v in sps.items() if "sync" not in k
             },
+            # The most a decoupled arrangement can gain over sync-1actor on these cores:
+            # medians over the repeats of `overlap_bound`'s parts, and each repeat's.
+            "overlap_bound": {k: float(np.median([b[k] for b in bounds])) for k in bounds[0]}
+            | {"runs": bounds},
         }
     return {
         "envs": results,
@@ -170,6 +206,12 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"{env_id}:")
         for name, sps in r["sps"].items():
             print(f"  {name:<22} {sps:10,.0f} env-steps/s  x{r['ratio_to_sync_1actor'][name]:.2f}")
+        b = r["overlap_bound"]
+        print(
+            f"  at most x{b['bound']:.2f} over sync-1actor: acting {b['acting_s']:.2f} s, "
+            f"learning {b['learn_s']:.2f} s (x{b['phases']:.2f} if they overlapped freely); "
+            f"CPU/wall {b['cpu_per_wall']:.2f} of {os.cpu_count()} cores (x{b['cores']:.2f})"
+        )
     print(
         f"load average before {record['load_average_before']}, after {record['load_average_after']}"
     )

@@ -240,3 +240,38 @@ def test_free_schedule_on_async_envpool_learns_from_stale_segments():
     assert int(result.state.update) == TINY.num_updates
     assert all(np.isfinite(r.loss.total) for r in reports)
     assert all(r.staleness >= 0 for r in reports)
+
+
+def _profile(learn, acting_phases, cpu_s, wall_s):
+    learner = {"thread": "learner", "wall_s": wall_s, "process_cpu_s": cpu_s,
+               "phases_s": {"wait_data": sum(acting_phases.values()), "learn": learn}}  # fmt: skip
+    actor = {"thread": "actor-0", "wall_s": wall_s, "process_cpu_s": cpu_s,
+             "phases_s": {"wait_params": learn, **acting_phases}}  # fmt: skip
+    return [learner, actor]
+
+
+def test_overlap_bound_is_the_smaller_of_the_phase_and_core_bounds():
+    from agents.decoupled.bench import overlap_bound
+
+    # Learning 3 s, acting 1 s (its waits not counted), a quarter of two cores busy: the phases
+    # bind, 4/3.
+    b = overlap_bound(_profile(3.0, {"policy": 0.5, "env": 0.4, "record": 0.1}, 1.0, 4.0), 2)
+    assert (b["learn_s"], b["acting_s"]) == (3.0, 1.0)
+    assert b["phases"] == pytest.approx(4 / 3) and b["cores"] == pytest.approx(8.0)
+    assert b["bound"] == pytest.approx(4 / 3)
+    # Balanced sides, but the loop already keeps 1.8 of 2 cores busy: the cores bind, 2/1.8.
+    b = overlap_bound(_profile(2.0, {"policy": 1.0, "env": 1.0}, 7.2, 4.0), 2)
+    assert b["phases"] == pytest.approx(2.0) and b["bound"] == pytest.approx(2 / 1.8)
+
+
+def test_phase_timer_reports_the_process_cpu_time_of_its_span():
+    from agents.decoupled.actor import PhaseTimer
+
+    timer = PhaseTimer("t")
+    busy = time.process_time()
+    while time.process_time() - busy < 0.15:  # busy: CPU time passes
+        pass
+    timer.restart()  # and is forgotten
+    time.sleep(0.2)  # idle: wall time passes, little CPU
+    report = timer.report()
+    assert report["wall_s"] >= 0.2 and report["process_cpu_s"] < 0.1
