@@ -4,12 +4,15 @@
 function of (seed, environment index, counter), so any subset of the batch can draw its own
 without the rest. `auto_reset` replaces the state of the environments that are done:
 
-- no environment done: nothing runs (a `lax.switch`);
-- at most `reset_slots(batch)` done, on the compact path (`compact=True`): their indices are
-  gathered into that many slots, the reset draws and `init_state` run on the slots only, and the
-  fresh states are scattered back. A simulator whose reset costs a physics solve (brax: a
-  forward pass of the pipeline) then pays for the environments that reset, not for the batch;
-- more than that, or without `compact`: `init_state` on the whole batch, selected where done.
+- no environment done: nothing runs;
+- on the compact path (`compact=True`), the done environments' indices are gathered into
+  `reset_slots(batch)` slots, the reset draws and `init_state` run on the slots only, and the
+  fresh states are scattered back; more done than slots take further passes of the same loop
+  (a `lax.while_loop`), so the reset is traced and compiled once. A simulator whose reset costs
+  a physics solve (brax: a forward pass of the pipeline) then pays for the environments that
+  reset, not for the batch, and its reset is compiled once, not twice;
+- without `compact` (the fused kernel, a mesh): `init_state` on the whole batch, selected where
+  done, when any is.
 
 Both paths draw the same numbers for every lane (counter-based, by index), so where
 `init_state` computes each lane alone (jaxsim's native environments, gymnax) they give the same
@@ -17,7 +20,8 @@ states bit for bit (tests/jaxsim/test_autoreset.py). brax's reset is batched lin
 pipeline's mass matrix and contacts), whose float rounding on the CPU depends on the batch size:
 ant from the same keys at 16 and at 256 lanes differs by up to 1e-7 relative in most leaves and
 4e-5 in its contact terms, so there the two paths give the same episodes up to that rounding,
-which brax's contacts then amplify (`python -m benchmarks.compact_reset` records both).
+which brax's contacts then amplify (`python -m benchmarks.compact_reset` records both). The
+compact path always resets `reset_slots(batch)` lanes at a time, whatever the done count.
 """
 
 from __future__ import annotations
@@ -178,8 +182,8 @@ def auto_reset(
       params, params_axes: the rollout's params and which leaves are per environment.
       counter: the reset draws' counter (uint32).
       draws: the batch's reset draws.
-      compact: reset at most `reset_slots(batch)` done environments on their own (see the
-        module docstring); else the whole batch whenever any is done.
+      compact: reset the done environments `reset_slots(batch)` at a time, on their own (see
+        the module docstring); else the whole batch whenever any is done.
 
     Returns:
       (state, episode_params) with the done environments' replaced.
@@ -193,10 +197,21 @@ def auto_reset(
         fresh = init_state(draws.reset_draw(counter), reset_params, reset_axes)
         return _select(done, fresh, next_state), _select(done, drawn, episode_params)
 
-    def gathered(_):
-        # Done lanes first, in order; the empty slots point past the batch: they reset the last
-        # environment (clipped) and their results are dropped on the way back.
-        lanes = jnp.nonzero(done, size=slots, fill_value=num_envs)[0]
+    def keep(_):
+        return next_state, episode_params
+
+    def any_of(mask):  # Triton reduces no booleans: count the lanes as int32
+        return jnp.max(mask.astype(jnp.int32)) > 0
+
+    if not compact or slots >= num_envs:
+        return jax.lax.cond(any_of(done), whole, keep, None)
+
+    def next_slots(carry):
+        # The first `slots` lanes still to reset, in order; the empty slots point past the
+        # batch: they reset the last environment (clipped) and their results are dropped on the
+        # way back.
+        state, episode_params, pending = carry
+        lanes = jnp.nonzero(pending, size=slots, fill_value=num_envs)[0]
         inside = jnp.minimum(lanes, num_envs - 1)
         part = draws.take(inside)
         drawn = part.episode_params(counter)
@@ -209,15 +224,11 @@ def auto_reset(
         def put(full, new):
             return full.at[lanes].set(new, mode="drop")
 
-        state = jax.tree.map(put, next_state, fresh)
-        return state, jax.tree.map(put, episode_params, drawn)
+        state = jax.tree.map(put, state, fresh)
+        episode_params = jax.tree.map(put, episode_params, drawn)
+        return state, episode_params, pending.at[lanes].set(False, mode="drop")
 
-    def keep(_):
-        return next_state, episode_params
-
-    # Triton reduces no booleans: count the done lanes as int32.
-    if not compact or slots >= num_envs:
-        return jax.lax.cond(jnp.max(done.astype(jnp.int32)) > 0, whole, keep, None)
-    num_done = jnp.sum(done.astype(jnp.int32))
-    branch = jnp.where(num_done == 0, 0, jnp.where(num_done <= slots, 1, 2))
-    return jax.lax.switch(branch, (keep, gathered, whole), None)
+    state, episode_params, _ = jax.lax.while_loop(
+        lambda carry: any_of(carry[2]), next_slots, (next_state, episode_params, done)
+    )
+    return state, episode_params
