@@ -19,6 +19,7 @@ import numpy as np
 import jaxsim
 from agents import callbacks
 from agents.structs import Metrics
+from jaxsim.rollout import check_backend
 
 # XLA:CPU's LLVM at -O1 without its expensive passes: a training loop is many small kernels,
 # each an LLVM module, and these compile ~25% faster (process CPU time, CartPole PPO) while
@@ -113,13 +114,9 @@ class Agent:
             self.mesh = jaxsim.sharding.check_mesh(mesh, config.num_envs, owner=f"{cls} num_envs")
         self._jitted: dict = {}  # (chunk, vmapped), "init" or "evaluate" -> jitted function
         self.setup()
-        # Trace (never compile) a one-step rollout, so an unknown backend fails here.
-        jax.eval_shape(
-            lambda key: jaxsim.rollout(
-                env, "random", 1, key=key, params=self.env_params, backend=config.rollout_backend
-            ),
-            jax.random.key(0),
-        )
+        # An unknown backend, or the fused one for an environment the kernel cannot run, fails
+        # here, before anything compiles; checked without tracing a step (brax's traces in ~1 s).
+        check_backend(env, config.rollout_backend)
 
     # ------------------------------------------------------------------ what an algorithm writes
     def setup(self) -> None:

@@ -26,6 +26,18 @@ __all__ = ["EpisodeStats", "RolloutState", "Trajectory", "initial_state", "rollo
 BACKENDS = ("auto", "scan", "fused")
 
 
+def check_backend(env: Env, backend, check_fused_env: bool = True) -> None:
+    """Raises ValueError naming the reason if `backend` is not one of `BACKENDS`, or (with
+    `check_fused_env`) is "fused" for an environment the kernel cannot run; traces no step, so
+    a caller can check a configuration up front (the agents do, before anything compiles)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"rollout: unknown backend {backend!r}; valid backends are {BACKENDS}")
+    if check_fused_env and backend == "fused":
+        reason = fused.unsupported_reason(env)
+        if reason is not None:
+            raise ValueError(fused.refusal(reason))
+
+
 # ------------------------------------------------------------------------------- input checking
 _MAX_COUNT = 2**31 - 1  # step counters and environment indices are int32
 
@@ -182,8 +194,7 @@ def rollout(
     n = _check_positive_int("n", n)
     if num_envs is not None:
         num_envs = _check_positive_int("num_envs", num_envs)
-    if backend not in BACKENDS:
-        raise ValueError(f"rollout: unknown backend {backend!r}; valid backends are {BACKENDS}")
+    check_backend(env, backend, check_fused_env=False)
     params = env.default_params if params is None else params
     if not isinstance(params, env.params_type):
         raise TypeError(

@@ -11,7 +11,7 @@ step is `jaxsim.transition.batch_step` on a block of lanes, so for the same key 
 scan backend's trajectories.
 """
 
-from jaxsim.fused.config import FusedConfig, auto_backend, unsupported_reason
+from jaxsim.fused.config import FusedConfig, auto_backend, refusal, unsupported_reason
 
 
 def __getattr__(name: str):
@@ -27,5 +27,6 @@ __all__ = [
     "FusedConfig",
     "auto_backend",
     "fused_rollout",
+    "refusal",
     "unsupported_reason",
 ]

@@ -112,13 +112,22 @@ def policy_unsupported_reason(policy) -> str | None:
     return None
 
 
-def unsupported_reason(env, policy) -> str | None:
-    """Why the fused backend cannot run `env` with `policy`, or None if it can."""
+def unsupported_reason(env, policy=None) -> str | None:
+    """Why the fused backend cannot run `env` with `policy` (None: with the kernel's own
+    policies), or None if it can."""
     reason = env_unsupported_reason(env)
     if reason is not None:
         return f"environment {env.id}: {reason}"
-    reason = policy_unsupported_reason(policy)
+    reason = None if policy is None else policy_unsupported_reason(policy)
     return None if reason is None else f"policy: {reason}"
+
+
+def refusal(reason: str) -> str:
+    """The error a fused rollout that cannot run raises, `reason` from `unsupported_reason`."""
+    return (
+        f"rollout: the fused backend cannot run this rollout ({reason}); "
+        "use backend='scan', which runs any environment and policy"
+    )
 
 
 def auto_backend(env, policy) -> str:

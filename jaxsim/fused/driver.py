@@ -25,7 +25,7 @@ from jaxsim import plan, rng
 from jaxsim.autoreset import ResetDraws, map_with_axes
 from jaxsim.fused import block as blk
 from jaxsim.fused import compile_once, kernel, reference
-from jaxsim.fused.config import FusedConfig, unsupported_reason
+from jaxsim.fused.config import FusedConfig, refusal, unsupported_reason
 from jaxsim.plan import RolloutInputs, RolloutSpec, combine_sampler
 from jaxsim.policies import OpenLoopPolicy
 from jaxsim.sharding import ENV_AXIS, batch_spec
@@ -86,10 +86,7 @@ def run_fused(
     env = spec.env
     reason = unsupported_reason(env, policy)
     if reason is not None:
-        raise ValueError(
-            f"rollout: the fused backend cannot run this rollout ({reason}); "
-            "use backend='scan', which runs any environment and policy"
-        )
+        raise ValueError(refusal(reason))
     if isinstance(policy, OpenLoopPolicy):
         policy.check(env.action_space(env.default_params), spec.n, spec.num_envs)
     if spec.sampler is not None and any(leaf is not None for leaf in spec.sampler[1]):

@@ -191,6 +191,25 @@ def test_unservable_action_space_is_rejected():
         PPO(PPOConfig(), MatrixActions())
 
 
+def test_the_backend_is_checked_up_front_without_tracing_a_step(monkeypatch):
+    class Refused(ContextBandit):
+        fused_refusal = "a refusal for this test"
+
+    steps = []
+    dynamics = ContextBandit.dynamics
+    monkeypatch.setattr(
+        ContextBandit, "dynamics", lambda self, *args: steps.append(1) or dynamics(self, *args)
+    )
+    PPO(PPOConfig(), ContextBandit())
+    assert steps == []  # making an agent traces no step (brax's takes ~1 s to trace)
+    with pytest.raises(ValueError, match="unknown backend 'warp'"):
+        PPO(PPOConfig(rollout_backend="warp"), ContextBandit())
+    with pytest.raises(ValueError, match="fused backend cannot run.*a refusal for this test"):
+        PPO(PPOConfig(rollout_backend="fused"), Refused())
+    PPO(PPOConfig(rollout_backend="fused"), ContextBandit())  # the kernel runs this one
+    assert steps == []
+
+
 def test_every_config_field_is_a_flag_with_its_help_and_default():
     text = " ".join(train.build_parser().format_help().split())  # argparse wraps lines
     for field in dataclasses.fields(PPOConfig):
