@@ -25,6 +25,7 @@ import numpy as np
 import jaxsim
 from agents.agent import compiler_options
 from agents.ppo import PPO, PPOConfig
+from agents.presets import PRESETS, config_for
 from benchmarks.harness.timing import CompileWatcher
 from benchmarks.harness.training import train_to_target
 
@@ -170,8 +171,12 @@ def rollout_only_speed(env: str, repeats: int, **overrides) -> dict[str, Any]:
 def jaxsim_solve(env: str, seed: int = 0, **overrides) -> dict[str, Any]:
     """jaxsim's train loop (`run_chunks`, a stop check after every update, confirmed by an
     independent 32-episode evaluation) until `TARGETS[env]`; training time excludes the checks
-    and includes the compile (reported apart), as brax's `training/walltime` does."""
-    config = equal_config(env, **overrides)
+    and includes the compile (reported apart), as brax's `training/walltime` does. jaxsim's
+    side at its best settings, as brax's is at its own: the PPO preset for `brax/<env>`
+    (`agents.presets`) where there is one, else brax's settings (`equal_config`)."""
+    env_id = f"brax/{env}"
+    preset = env_id in PRESETS["ppo"]
+    config = config_for(env_id, **overrides) if preset else equal_config(env, **overrides)
     target = TARGETS[env]
 
     def point(report, step) -> dict[str, Any]:
@@ -192,6 +197,7 @@ def jaxsim_solve(env: str, seed: int = 0, **overrides) -> dict[str, Any]:
     solved, end = run.solved, run.end
     return {
         "config": config.to_dict(),
+        "settings": f"jaxsim's PPO preset for {env_id}" if preset else "brax's (equal_config)",
         "seed": seed,
         "target": target,
         "solved": solved[0] is not None,
