@@ -15,6 +15,14 @@ from agents.loop import ChunkReport, run_chunks
 from benchmarks.harness.timing import CompileWatcher
 
 
+def training_compile_s(watch: CompileWatcher) -> float:
+    """Compile seconds of what training time counts: init and the loop, not the checks' (their
+    evaluations and the fold_in of their keys, `agents.loop.check_keys`, compile in the checks'
+    time, which is taken out)."""
+    checks = ("evaluate", "fold_in")
+    return watch.seconds_of(lambda name: not any(c in name for c in checks))
+
+
 @dataclasses.dataclass
 class TimedRun:
     runner: Any

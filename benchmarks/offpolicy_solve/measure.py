@@ -44,8 +44,7 @@ from benchmarks.harness.paths import RUNS_DIR
 from benchmarks.harness.provenance import machine_tag, provenance
 from benchmarks.harness.record import append_jsonl, finish
 from benchmarks.harness.solved import Confirmations
-from benchmarks.harness.timing import CompileWatcher
-from benchmarks.harness.training import train_to_target
+from benchmarks.harness.training import train_to_target, training_compile_s
 from benchmarks.offpolicy_sb3 import (
     RL_ZOO,
     learn_to_return,
@@ -108,7 +107,7 @@ def learn_jaxsim(
         point=point,
         precompile=True,
         one_seed_at_a_time=apart,
-        compile_s=_training_compile_s,
+        compile_s=training_compile_s,
     )
     curve, solved, end = run.curve, run.solved, run.end
     steps = [None if u is None else u * config.steps_per_update for u in solved]
@@ -183,14 +182,6 @@ def rl_zoo_differences(algorithm: str, env_id: str, config) -> dict[str, list] |
             found["gradient_steps_per_env_step"] = [zoo["gradient_steps"] / zoo["train_freq"],
                                                     per_step]  # fmt: skip
     return found
-
-
-def _training_compile_s(watch: CompileWatcher) -> float:
-    """Compile seconds of what training time counts: init and the loop, not the checks' (their
-    evaluations and the fold_in of their keys, `agents.loop.check_keys`, compile in the checks'
-    time, which is taken out)."""
-    checks = ("evaluate", "fold_in")
-    return watch.seconds_of(lambda name: not any(c in name for c in checks))
 
 
 def sb3_side(algorithm: str, seeds: int, eval_every: int, episodes: int) -> dict[str, Any]:
