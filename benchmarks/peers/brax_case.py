@@ -235,6 +235,22 @@ def ratio(theirs: float | None, ours: float | None) -> float | None:
     return float(theirs) / float(ours)
 
 
+def split_gap(loop: dict[str, Any], trainer: dict[str, Any], stepping: dict[str, Any]) -> dict:
+    """jaxsim's loop / brax's trainer (env-steps/s) as the product of three ratios, from
+    `measure.step_rows`' stepping alone:
+      jax: brax's own step under jaxsim's jax / under the brax venv's (the version alone);
+      stepping: jaxsim's rollout through its adapter / brax's own step, both under jaxsim's jax;
+      loops: (jaxsim's loop / its stepping) / (brax's trainer / its stepping): what each loop
+        keeps of its stepping rate (policy, GAE, updates, resets)."""
+    theirs, here = stepping["brax_own_jax"]["sps"], stepping["brax_jaxsim_jax"]["sps"]
+    ours = stepping["jaxsim"]["sps"]
+    return {
+        "jax": ratio(here, theirs),
+        "stepping": ratio(ours, here),
+        "loops": ratio(loop["sps"] / ours, trainer["steady_sps"] / theirs),
+    }
+
+
 # brax's SAC side (peer_brax.py `sac-solve`): its settings' name in peer_brax.SAC_SETTINGS (brax
 # publishes none for inverted_pendulum) and, in smoke runs, a budget of two training steps. Its
 # SAC test's settings ("test": 64 envs, batch 64, 64 updates per step, lr 3e-4, discount 0.99)

@@ -49,6 +49,7 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -91,10 +92,13 @@ def peer_missing(peer: str) -> str | None:
     return f"{peer}'s venv is absent ({python} not found); install with: {SETUP} {peer}"
 
 
-def run_peer(peer: str, script: str, args: list[str], timeout_s: float) -> dict[str, Any]:
-    """Runs benchmarks/peers/<script> under `peer`'s venv; its last stdout line, parsed. The
-    child's process wall time (start-up and imports in) is kept as `outer_wall_s`."""
-    cmd = [str(peer_python(peer)), str(HERE / script), *args]
+def run_peer(
+    peer: str, script: str, args: list[str], timeout_s: float, python: str | None = None
+) -> dict[str, Any]:
+    """Runs benchmarks/peers/<script> under `peer`'s venv (or `python`: jaxsim's own, for what
+    the peer's code does under jaxsim's jax); its last stdout line, parsed. The child's process
+    wall time (start-up and imports in) is kept as `outer_wall_s`."""
+    cmd = [python or str(peer_python(peer)), str(HERE / script), *args]
     print(f"[peers] {peer}: {' '.join(cmd[1:])}", flush=True)
     t = time.perf_counter()
     out = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout_s)
@@ -119,6 +123,8 @@ def _verdict(value: float | None, target: float) -> dict[str, Any]:
 # on a dearer simulator, so it times one to keep each side to minutes on 2 cores; the batch
 # shape stays brax's.
 SPEED_REPEATS = {"inverted_pendulum": 3, "ant": 1}
+# ant's stepping alone (`step_rows`): its envs, 16 steps a call (a rate: 80 would take minutes).
+STEP_STEPS = 16
 # Smoke runs only (nothing there is a result): ant's envs and batch / 16 on both sides, so that
 # checking the case runs does not cost a full-batch compile and step.
 SMOKE_SHRINK = {"inverted_pendulum": 1, "ant": 16}
@@ -140,6 +146,7 @@ def brax_speed(env: str, smoke: bool) -> dict[str, Any]:
     brax_own = (
         run_peer("brax", "peer_brax.py", [*args, "--network", "brax"], 3600) if extras else None
     )
+    steps = step_rows(env) if env == "ant" and not smoke else None
     return {
         "env": env,
         "timed_training_steps": repeats * chunk,
@@ -148,10 +155,25 @@ def brax_speed(env: str, smoke: bool) -> dict[str, Any]:
         "jaxsim_env_only": env_only,
         "brax": brax,
         "brax_own_networks": brax_own,
+        "stepping": steps,
         "comparison": {
             "metric": "training env-steps/s, jaxsim's loop / brax's trainer (both 64-64 nets)",
             **_verdict(brax_case.ratio(jx["sps"], brax["steady_sps"]), SPEED_TARGET),
+            **({"split": brax_case.split_gap(jx, brax, steps)} if steps else {}),
         },
+    }
+
+
+def step_rows(env: str) -> dict[str, Any]:
+    """`env` stepped alone, no learning, at brax's published envs: brax's own step
+    (`peer_brax.py step`) under the brax venv's jax and under jaxsim's, and jaxsim's rollout
+    through its adapter (the loop's compile options). Together they split a loop's gap to brax's
+    trainer: the jax each side runs, the stepping, and the rest of each loop."""
+    args = ["step", "--env", env, "--steps", str(STEP_STEPS), "--repeats", "3"]
+    return {
+        "brax_own_jax": run_peer("brax", "peer_brax.py", args, 1800),
+        "brax_jaxsim_jax": run_peer("brax", "peer_brax.py", args, 1800, python=sys.executable),
+        "jaxsim": brax_case.rollout_only_speed(env, 3, num_steps=STEP_STEPS),
     }
 
 

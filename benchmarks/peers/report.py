@@ -168,9 +168,34 @@ def _solve_text(solved, wall, compile_s, steps, best=None, seeds=None) -> str:
     return text + (f", {seeds} seeds" if seeds else "")
 
 
+def split_lines(record: dict[str, Any]) -> list[str]:
+    """For a speed case that measured its stepping alone (`measure.step_rows`): its ratio as the
+    product of what the jax version does to brax's own step, jaxsim's stepping against brax's
+    under one jax, and what each loop keeps of its stepping (`brax_case.split_gap`)."""
+    lines = []
+    for name, case in record["cases"].items():
+        split = (case.get("comparison") or {}).get("split")
+        if not split or not all(split.values()):
+            continue
+        s = case["stepping"]
+        own, here, ours = s["brax_own_jax"], s["brax_jaxsim_jax"], s["jaxsim"]
+        lines.append(
+            f"{name}: jaxsim/brax {format_ratio(case['comparison']['ratio'])} = jax "
+            f"{format_ratio(split['jax'])} x stepping {format_ratio(split['stepping'])} x loops "
+            f"{format_ratio(split['loops'])}. Stepping alone ({own['num_envs']} envs, "
+            f"{own['steps_per_call']} steps a call, env-steps/s): brax's own step "
+            f"{format_rate(own['sps'])} under jax {_jax(own)} (its venv), "
+            f"{format_rate(here['sps'])} under jax {_jax(here)} (jaxsim's); jaxsim's rollout "
+            f"through its adapter {format_rate(ours['sps'])}. Each loop keeps of its stepping: "
+            f"jaxsim {format_ratio(case['jaxsim']['sps'] / ours['sps'])}, brax "
+            f"{format_ratio(case['brax']['steady_sps'] / own['sps'])}."
+        )
+    return lines
+
+
 def summary(record: dict[str, Any]) -> str:
-    """The record as a table."""
-    return format_table(HEADERS, rows(record))
+    """The record as a table, with the split of any speed gap measured (`split_lines`)."""
+    return "\n\n".join([format_table(HEADERS, rows(record)), *split_lines(record)])
 
 
 def peers_section(r, base: Path, plot: Path | None = None) -> str:

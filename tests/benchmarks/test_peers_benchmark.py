@@ -265,7 +265,7 @@ def _fake_brax_venv(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("PEER_ENVS", str(tmp_path / "envs"))
 
 
-def test_ant_speed_case_keeps_brax_published_batch_and_times_one_step(tmp_path, monkeypatch):
+def test_ant_speed_case_keeps_brax_published_batch_and_splits_its_gap(tmp_path, monkeypatch):
     # ant: 4096 envs, batch 2048 x 32 minibatches x unroll 5 = 327,680 env steps per update.
     config = brax_case.equal_config("ant")
     assert (config.num_envs, config.num_steps) == (4096, 80)
@@ -275,14 +275,23 @@ def test_ant_speed_case_keeps_brax_published_batch_and_times_one_step(tmp_path, 
 
     def fake_speed(env, chunk, repeats, shrink):
         calls.append(("jaxsim", env, chunk, repeats, shrink))
-        return {"sps": 30_000.0, "compile_s": 90.0, "load": [2.0]}
+        return {"sps": 3_000.0, "compile_s": 90.0, "load": [2.0]}
 
-    def fake_peer(peer, script, args, timeout_s):
-        calls.append((peer, script, args))
-        return {"steady_sps": 20_000.0, "compile_s": 80.0, "load_after": 2.5,
+    def fake_rollout(env, repeats, **overrides):
+        calls.append(("jaxsim stepping", env, repeats, overrides))
+        return {"sps": 4_000.0}
+
+    def fake_peer(peer, script, args, timeout_s, python=None):
+        calls.append((peer, script, args, python))
+        if args[0] == "step":  # brax's own step: slower under jaxsim's (newer) jax
+            jax_version = "0.10.2" if python else "0.9.2"
+            return {"sps": 4_000.0 if python else 8_000.0, "num_envs": 4096,
+                    "steps_per_call": 16, "versions": {"jax": jax_version}}  # fmt: skip
+        return {"steady_sps": 6_000.0, "compile_s": 80.0, "load_after": 2.5,
                 "versions": {"jax": "0.9.2"}}  # fmt: skip
 
     monkeypatch.setattr(brax_case, "jaxsim_speed", fake_speed)
+    monkeypatch.setattr(brax_case, "rollout_only_speed", fake_rollout)
     monkeypatch.setattr(measure, "run_peer", fake_peer)
     out = tmp_path / "peers.json"
     assert measure.main(["--cases", "brax_ppo_speed_ant", "--out", str(out)]) == 0
@@ -292,12 +301,25 @@ def test_ant_speed_case_keeps_brax_published_batch_and_times_one_step(tmp_path, 
     assert case["env"] == "ant" and case["timed_training_steps"] == 1
     # One timed step per side: brax's two compiling epochs plus one; no brax-network run on ant.
     brax_args = ["speed", "--env", "ant", "--epochs", "3", "--steps-per-epoch", "1"]
-    assert calls == [("jaxsim", "ant", 1, 1, 1), ("brax", "peer_brax.py", brax_args)]
+    step_args = ["step", "--env", "ant", "--steps", "16", "--repeats", "3"]
+    assert calls == [
+        ("jaxsim", "ant", 1, 1, 1),
+        ("brax", "peer_brax.py", brax_args, None),
+        # stepping alone: brax's step under its venv's jax and under jaxsim's, jaxsim's rollout
+        ("brax", "peer_brax.py", step_args, None),
+        ("brax", "peer_brax.py", step_args, sys.executable),
+        ("jaxsim stepping", "ant", 3, {"num_steps": 16}),
+    ]
     assert case["batch_shrink"] == 1  # brax's published batch, never shrunk outside smoke runs
     assert brax_case.equal_config("ant", shrink=16).num_steps == 80  # smoke: same steps per env
-    assert case["comparison"]["ratio"] == pytest.approx(1.5)
+    # 0.5x = jax 0.5x (brax's step 4k vs 8k) x stepping 1x x loops (3k/4k) / (6k/8k) = 1x
+    assert case["comparison"]["ratio"] == pytest.approx(0.5)
+    assert case["comparison"]["split"] == pytest.approx({"jax": 0.5, "stepping": 1.0, "loops": 1.0})
     (row,) = report.rows(record)
-    assert row[0] == "brax_ppo_speed_ant" and row[3] == "1.5x (jaxsim/brax)" and "met" in row[4]
+    assert row[0] == "brax_ppo_speed_ant" and row[3] == "0.5x (jaxsim/brax)" and "not" in row[4]
+    (line,) = report.split_lines(record)
+    assert "jax 0.5x x stepping 1x x loops 1x" in line and "under jax 0.9.2" in line
+    assert line in report.summary(record)
 
 
 def _brax_sac_run(seed: int, wall: float | None) -> dict:
