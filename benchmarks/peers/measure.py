@@ -20,9 +20,11 @@ Cases:
                   inverted_pendulum settings, both networks jaxsim's 64-64 (brax's own networks
                   measured beside); target jaxsim/brax >= 1.0x.
   brax_ppo_speed_ant  the same at brax's published ant settings (4096 envs, 327,680 env steps
-                  per training step), one timed training step per side; brax's own networks and
-                  jaxsim's environment alone are not measured there. Time to a score on ant is
-                  out of scope (brax's 50M-step budget is hours on a CPU).
+                  per training step), one timed training step per side; beside them, ant
+                  stepped alone (brax's own step under both venvs' jax, jaxsim's rollout) splits
+                  the ratio into the jax version, the stepping and the loops (`stepping`,
+                  `comparison.split`). Time to a score on ant is out of scope (brax's 50M-step
+                  budget is hours on a CPU).
   brax_ppo_solve  training time (compile in, evaluations out) to an evaluation return of 1000 on
                   inverted_pendulum: brax's published settings and networks, jaxsim's loop at
                   them (64-64 networks); target >= 2x sooner.
@@ -106,7 +108,7 @@ def run_peer(
         raise RuntimeError(f"{peer} exited {out.returncode}:\n{out.stderr[-3000:]}")
     result = json.loads(out.stdout.strip().splitlines()[-1])
     result["outer_wall_s"] = time.perf_counter() - t
-    result["command"] = " ".join([f"{peer_python(peer)}", f"benchmarks/peers/{script}", *args])
+    result["command"] = " ".join([cmd[0], f"benchmarks/peers/{script}", *args])
     return result
 
 

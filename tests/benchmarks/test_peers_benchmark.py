@@ -387,3 +387,15 @@ def test_sac_preset_for_brax_pendulum_is_one_gradient_step_per_env_step_to_1000(
     config = config_for("brax/inverted_pendulum", "sac")
     assert config.gradient_steps == config.num_envs * config.num_steps == 64
     assert target_for("brax/inverted_pendulum", "sac") == brax_case.TARGETS["inverted_pendulum"]
+
+
+def test_run_peer_records_the_interpreter_that_ran(tmp_path, monkeypatch):
+    # A peer script run under jaxsim's own python (the stepping rows) names that python, not the
+    # peer venv's, in the record's command.
+    monkeypatch.setattr(measure, "HERE", tmp_path)
+    (tmp_path / "echo.py").write_text('import json, sys; print(json.dumps({"argv": sys.argv[1:]}))')
+    _fake_brax_venv(tmp_path, monkeypatch)
+    out = measure.run_peer("brax", "echo.py", ["step"], 60, python=sys.executable)
+    assert out["argv"] == ["step"] and out["command"].split()[0] == sys.executable
+    with pytest.raises(OSError):  # the (empty, fake) venv python is what runs without `python`
+        measure.run_peer("brax", "echo.py", ["step"], 60)
