@@ -42,6 +42,7 @@ BRAX_PUBLISHED = {
         learning_rate=3e-4,
         entropy_cost=1e-2,
         num_timesteps=2_000_000,
+        episode_length=1000,
     ),
     "ant": dict(
         num_envs=4096,
@@ -53,6 +54,7 @@ BRAX_PUBLISHED = {
         learning_rate=3e-4,
         entropy_cost=1e-2,
         num_timesteps=50_000_000,
+        episode_length=1000,
     ),
 }
 

@@ -168,13 +168,16 @@ def brax_speed(env: str, smoke: bool) -> dict[str, Any]:
 
 def step_rows(env: str) -> dict[str, Any]:
     """`env` stepped alone, no learning, at brax's published envs: brax's own step
-    (`peer_brax.py step`) under the brax venv's jax and under jaxsim's, and jaxsim's rollout
+    (`peer_brax_step.py`) under the brax venv's jax and under jaxsim's, and jaxsim's rollout
     through its adapter (the loop's compile options). Together they split a loop's gap to brax's
     trainer: the jax each side runs, the stepping, and the rest of each loop."""
-    args = ["step", "--env", env, "--steps", str(STEP_STEPS), "--repeats", "3"]
+    p = brax_case.published(env)
+    args = ["--env", env, "--num-envs", str(p["num_envs"]), "--steps", str(STEP_STEPS)]
+    args += ["--repeats", "3", "--episode-length", str(p["episode_length"])]
+    script = "peer_brax_step.py"
     return {
-        "brax_own_jax": run_peer("brax", "peer_brax.py", args, 1800),
-        "brax_jaxsim_jax": run_peer("brax", "peer_brax.py", args, 1800, python=sys.executable),
+        "brax_own_jax": run_peer("brax", script, args, 1800),
+        "brax_jaxsim_jax": run_peer("brax", script, args, 1800, python=sys.executable),
         "jaxsim": brax_case.rollout_only_speed(env, 3, num_steps=STEP_STEPS),
     }
 

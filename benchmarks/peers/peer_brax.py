@@ -8,10 +8,6 @@ imports only brax, jax and numpy, so it must not import anything from this repos
          independent deterministic evaluation (>= 32 episodes, keys apart from brax's); a
          confirmed seed stops the run (as jaxsim's loop does), an unconfirmed one trains on.
   sac-solve: the same with brax's SAC trainer (`SAC_SETTINGS`).
-  step:  brax's environment stepping alone, wrapped as its trainers wrap it, no learning: the
-         floor under the trainer's rate. Also run under jaxsim's own venv (jax >= 0.10, where
-         the trainers fail but the environments run), to split a gap between jaxsim's loop and
-         brax's trainer into what the jax version does to brax's own step and the rest.
 """
 
 from __future__ import annotations
@@ -184,50 +180,6 @@ def speed(env_name: str, network: str, epochs: int, steps_per_epoch: int, shrink
     }
 
 
-def step_speed(env_name: str, num_envs: int, steps: int, repeats: int) -> dict:
-    """Env-steps/s of brax's environment alone: `envs.training.wrap` (its trainers' episode
-    limit and auto-reset), uniform random actions, `steps` steps of `num_envs` envs per jitted
-    call (a `lax.scan` keeping rewards and dones, as `measure.step_rows`' jaxsim rollout keeps
-    rewards), each call continuing the last; after two warm-up calls, the median of `repeats`.
-    XLA's default compile options."""
-    env = envs.training.wrap(
-        envs.get_environment(env_name), episode_length=PUBLISHED[env_name]["episode_length"]
-    )
-
-    @jax.jit
-    def call(state, key):
-        def body(state, key):
-            action = jax.random.uniform(key, (num_envs, env.action_size), minval=-1, maxval=1)
-            state = env.step(state, action)
-            return state, (state.reward, state.done)
-
-        state, (reward, done) = jax.lax.scan(body, state, jax.random.split(key, steps))
-        return state, reward.sum(), done.sum()
-
-    state = jax.jit(env.reset)(jax.random.split(jax.random.PRNGKey(0), num_envs))
-    # Two calls before timing: reset's state and a step's differ in type (weak types), so the
-    # second call compiles again (~20 s for ant); the timed calls then take a call's own output.
-    warmup = []
-    for i in range(2):
-        t = time.perf_counter()
-        state, reward, _ = jax.block_until_ready(call(state, jax.random.PRNGKey(100 + i)))
-        warmup.append(time.perf_counter() - t)
-        if not np.isfinite(float(reward)):
-            raise RuntimeError(f"{env_name}: non-finite rewards from brax's step")
-    walls = []
-    for i in range(repeats):
-        t = time.perf_counter()
-        state, _, _ = jax.block_until_ready(call(state, jax.random.PRNGKey(2 + i)))
-        walls.append(time.perf_counter() - t)
-    return {
-        "num_envs": num_envs,
-        "steps_per_call": steps,
-        "call_wall_s": walls,
-        "sps": num_envs * steps / float(np.median(walls)),
-        "warmup_call_s": warmup,
-    }
-
-
 CONFIRM_EPISODES = max(MIN_EPISODES, 64)
 _EVALUATOR = acting.Evaluator  # brax's own: sac_solve swaps in _CapturingEvaluator to train
 
@@ -364,7 +316,7 @@ def _printable(hp: dict) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("mode", choices=("speed", "solve", "sac-solve", "step"))
+    p.add_argument("mode", choices=("speed", "solve", "sac-solve"))
     p.add_argument("--env", default="inverted_pendulum", choices=sorted(PUBLISHED))
     p.add_argument("--network", default="jaxsim", choices=("jaxsim", "brax"))
     p.add_argument("--epochs", type=int, default=5, help="speed: epochs (2 compile)")
@@ -375,18 +327,12 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--num-timesteps", type=int, default=None, help="solve: budget (published)")
     p.add_argument("--num-evals", type=int, default=None, help="solve: evaluations (published)")
-    p.add_argument("--num-envs", type=int, default=None, help="step: envs (published)")
-    p.add_argument("--steps", type=int, default=16, help="step: steps per call")
-    p.add_argument("--repeats", type=int, default=3, help="step: timed calls")
     a = p.parse_args()
     load_before = _load()
     if a.mode == "speed":
         out = speed(a.env, a.network, a.epochs, a.steps_per_epoch, a.shrink)
     elif a.mode == "solve":
         out = solve(a.env, a.network, a.target, a.seed, a.num_timesteps, a.num_evals)
-    elif a.mode == "step":
-        num_envs = a.num_envs or PUBLISHED[a.env]["num_envs"]
-        out = step_speed(a.env, num_envs, a.steps, a.repeats)
     else:
         out = sac_solve(a.env, a.sac_settings, a.target, a.seed, a.num_timesteps, a.num_evals)
     import brax
@@ -405,9 +351,8 @@ def main() -> None:
             "brax": brax.__version__,
             "python": sys.version.split()[0],
         },
+        hyperparameters=out.get("hyperparameters") or _printable(hyperparameters(a.env, a.network)),
     )
-    if a.mode != "step":  # stepping alone has no training settings
-        out.setdefault("hyperparameters", _printable(hyperparameters(a.env, a.network)))
     print(json.dumps(out))
 
 
