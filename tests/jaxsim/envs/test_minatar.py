@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import jaxsim
+from benchmarks.gpu.lowering import TRITON_CALL, lower_for_cuda
 from jaxsim.envs.minatar import ENVS
 from jaxsim.envs.minatar.base import CELL, cubehelix_palette
 from jaxsim.fused import FusedConfig
@@ -237,8 +238,7 @@ def test_kernel_lowers_for_triton_on_cuda(env_id):
             env, "random", 8, num_envs=256, key=key, backend="fused", fused_config=cfg
         )
 
-    text = jax.jit(run).trace(KEY).lower(lowering_platforms=("cuda",)).as_text()
-    assert "__gpu$xla.gpu.triton" in text
+    assert TRITON_CALL in lower_for_cuda(run, KEY).as_text()
 
 
 # ------------------------------------------------------------------------- ids, fronts, errors

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import jaxsim
+from benchmarks.gpu.lowering import TRITON_CALL, lower_for_cuda
 from jaxsim.envs.minatar.seaquest import Seaquest
 from jaxsim.envs.minatar.space_invaders import SpaceInvaders
 from jaxsim.fused import FusedConfig
@@ -103,8 +104,7 @@ def test_fused_kernel_lowers_for_triton_on_cuda(game):
             env, "random", 16, num_envs=256, key=key, backend="fused", fused_config=config
         )
 
-    text = jax.jit(run).trace(jax.random.key(0)).lower(lowering_platforms=("cuda",)).as_text()
-    assert "__gpu$xla.gpu.triton" in text
+    assert TRITON_CALL in lower_for_cuda(run, jax.random.key(0)).as_text()
 
 
 # ------------------------------------------------------------------------------------ ids

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import jaxsim
+from benchmarks.gpu.lowering import TRITON_CALL, lower_for_cuda
 from jaxsim.envs.swarm import SIZED, Swarm, SwarmState
 from jaxsim.fused import FusedConfig
 
