@@ -59,7 +59,7 @@ class HeavyReset(jaxsim.Env):
     id = "HeavyReset-v0"
     params_type = HeavyResetParams
     state_type = HeavyResetState
-    num_reset_uniforms = 1
+    draws = jaxsim.Draws(reset=1)
 
     def init_state(self, u, params):
         x = jax.lax.fori_loop(0, params.rounds, lambda _, x: jnp.sin(1.3 * x + jnp.cos(x)), u[0])

@@ -1,9 +1,11 @@
 """jaxsim: reinforcement-learning experience at the speed of the hardware."""
 
 from jaxsim import params, rng, sharding, spaces
+from jaxsim.check_env import CheckReport, EnvCheckError, check_env
 from jaxsim.core import Env, TimeStep
-from jaxsim.envs import make, registered_ids
+from jaxsim.envs import make, register, registered_ids
 from jaxsim.fused import FusedConfig
+from jaxsim.gymnax_view import as_gymnax
 from jaxsim.params_sampling import UniformParams, uniform_params
 from jaxsim.policies import (
     MLPPolicy,
@@ -14,6 +16,7 @@ from jaxsim.policies import (
     random_policy,
 )
 from jaxsim.rendering import render_gif
+from jaxsim.rng import Draws
 from jaxsim.rollout import initial_state, rollout
 from jaxsim.sharding import ENV_AXIS
 from jaxsim.spaces import Box, Discrete
@@ -35,8 +38,11 @@ def __getattr__(name: str):
 __all__ = [
     "ENV_AXIS",
     "Box",
+    "CheckReport",
     "Discrete",
+    "Draws",
     "Env",
+    "EnvCheckError",
     "EpisodeStats",
     "FusedConfig",
     "MLPPolicy",
@@ -46,6 +52,8 @@ __all__ = [
     "TimeStep",
     "Trajectory",
     "UniformParams",
+    "as_gymnax",
+    "check_env",
     "init_mlp_policy",
     "initial_state",
     "make",
@@ -53,6 +61,7 @@ __all__ = [
     "params",
     "profile",
     "random_policy",
+    "register",
     "registered_ids",
     "render_gif",
     "rng",

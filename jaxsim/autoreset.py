@@ -49,18 +49,18 @@ class ResetDraws:
 
     `reset_keys` are the loop-invariant halves of each reset uniform (one [batch] array per
     uniform), so each reset costs one hash per uniform, plus one per component of an
-    array-valued uniform (`Env.reset_shapes`; `rng.component_bits`).
+    array-valued uniform (`Env.draws`; `rng.component_bits`).
     """
 
     seed: Any  # (uint32, uint32)
     index: jax.Array  # uint32[batch]: the environments' global indices
     reset_keys: tuple
     sampler: Any = None  # a params sampler (e.g. jaxsim.UniformParams), or None
-    # The environment's reset takes a PRNG key (`Env.reset_with_key`), not uniforms.
+    # The environment's reset takes a PRNG key (`Draws(reset='key')`), not uniforms.
     as_key: bool = struct.field(pytree_node=False, default=False)
     # Each uniform's shape for one environment (`Env.reset_uniform_shapes`); unused with as_key.
     shapes: tuple = struct.field(pytree_node=False, default=())
-    # The loop-invariant halves of the dynamics' step uniforms (`Env.num_step_uniforms`), one
+    # The loop-invariant halves of the dynamics' step uniforms (`Env.draws`), one
     # [batch] array each, on streams apart from the reset draws'; and each one's shape.
     step_keys: tuple = ()
     step_shapes: tuple = struct.field(pytree_node=False, default=())
@@ -75,14 +75,15 @@ class ResetDraws:
 
     @classmethod
     def make(cls, env, seed, index, sampler=None) -> ResetDraws:
-        shapes = () if env.reset_with_key else env.reset_uniform_shapes()
-        words = 2 if env.reset_with_key else len(shapes)
+        as_key = env.draws.reset_key
+        shapes = () if as_key else env.reset_uniform_shapes()
+        words = 2 if as_key else len(shapes)
         streams = range(rng.RESET_STREAM, rng.RESET_STREAM + words)
         keys = tuple(rng.stream_key(seed, index, s) for s in streams)
         step_shapes = env.step_uniform_shapes()
         step_streams = range(rng.ENV_STREAM, rng.ENV_STREAM + len(step_shapes))
         step_keys = tuple(rng.stream_key(seed, index, s) for s in step_streams)
-        return cls(seed, index, keys, sampler, env.reset_with_key, shapes, step_keys, step_shapes)
+        return cls(seed, index, keys, sampler, as_key, shapes, step_keys, step_shapes)
 
     def reset_draw(self, counter):
         """What `env.init_state` takes first: a tuple of float32 uniforms [batch, *shape] in
@@ -174,8 +175,8 @@ def auto_reset(
     """The batch's state after same-step auto-reset, and each environment's episode params.
 
     Args:
-      init_state: `init_state(draw, params, params_axes) -> state` over a batch (the
-        environment's reset mapped over lanes).
+      init_state: `init_state(draw, params, params_axes, lanes) -> state` over a batch of
+        `lanes` environments (the environment's reset mapped over them).
       done: bool[batch]: which environments start a new episode.
       next_state: the batch's state after the step; kept where not done.
       episode_params: the per-episode params fields (dict of [batch, ...]) or None.
@@ -194,7 +195,7 @@ def auto_reset(
     def whole(_):
         drawn = draws.episode_params(counter)
         reset_params, reset_axes = with_episode_params(params, params_axes, drawn)
-        fresh = init_state(draws.reset_draw(counter), reset_params, reset_axes)
+        fresh = init_state(draws.reset_draw(counter), reset_params, reset_axes, num_envs)
         return _select(done, fresh, next_state), _select(done, drawn, episode_params)
 
     def keep(_):
@@ -219,7 +220,7 @@ def auto_reset(
             lambda x, axis: x if axis is None else x[inside], params, params_axes
         )
         reset_params, reset_axes = with_episode_params(part_params, params_axes, drawn)
-        fresh = init_state(part.reset_draw(counter), reset_params, reset_axes)
+        fresh = init_state(part.reset_draw(counter), reset_params, reset_axes, slots)
 
         def put(full, new):
             return full.at[lanes].set(new, mode="drop")

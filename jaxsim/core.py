@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar, Generic, TypeVar
 
 import jax
@@ -11,6 +12,7 @@ from flax import struct
 from jaxsim import params as params_lib
 from jaxsim import rendering, rng
 from jaxsim.autoreset import ResetDraws
+from jaxsim.rng import Draws
 from jaxsim.spaces import Space
 from jaxsim.transition import env_transition, stack_obs
 
@@ -32,69 +34,53 @@ class TimeStep:
 class Env(Generic[State, Params]):
     """A stateless environment: pure functions of (key, state, action, params).
 
-    Subclasses write their physics once, as elementwise jnp code over the fields of their state
-    dataclass, so the same functions run on one environment (under `vmap`, the scan backend) and
-    on a block of environments inside a Pallas kernel (the fused backend):
+    Writing one needs six things (docs/own_env.md walks through it):
 
-    - `init_state(u, params)`: a fresh state from `num_reset_uniforms` uniforms in [0, 1), each
-      a scalar or, where `reset_shapes` declares it, an array (one uniform per particle, say);
-    - `dynamics(state, action, params) -> (state, reward, terminated)`: one step of the MDP,
-      leaving the step counter `state.time` alone (`dynamics(state, action, params, u)` with
-      `num_step_uniforms` uniforms where the step draws random numbers);
-    - `obs_fields(state, params)`: the observation's components, stacked on the last axis by
-      `observe`.
+    - `params_type`: a params dataclass (`@flax.struct.dataclass`) whose fields are declared
+      with `jaxsim.params.field` (default, range), including `max_episode_steps`, the limit;
+    - `init_state(u, params)`: a fresh state, from the reset's draws (`draws`, below);
+    - `dynamics(state, action, params[, u]) -> (state, reward, terminated)`: one step of the
+      MDP, leaving the step counter `state.time` (int32, which the state holds) alone;
+    - `obs_fields(state, params)`: the observation: one array, or a tuple of scalar components
+      (the kernel-friendly form: the fused kernel then carries them as columns);
+    - `observation_space(params)` and `action_space(params)`: `jaxsim.Box` / `jaxsim.Discrete`.
 
-    Settings come in two kinds (see `jaxsim.params`): `params_type`, a pytree of values that may
-    differ between rollouts and between environments without recompiling, and `config_type`,
-    the static config that fixes array shapes (read it as `self.config`). `jaxsim.make(id,
-    **kwargs)` takes fields of both, validated against their declarations. The base class owns
-    the time limit (`jaxsim.transition.env_transition`): `step` counts steps and sets
-    `truncated` once `state.time` reaches `params.max_episode_steps`. `step` never resets.
+    Optional, with defaults: `draws` (what the reset and the step draw; `jaxsim.Draws`; default:
+    nothing), `id` (default: the class name; `jaxsim.register` names it), `config_type` (the
+    static config that fixes array shapes, read as `self.config`), `state_type` (traced from
+    `init_state`), the observation's layout (`obs_shape`, `obs_dtype`, ...: below), drawing.
+
+    Written as elementwise jnp code over the state's fields, with uniforms rather than a key,
+    the same functions run on one environment (under `vmap`, the scan backend) and on a block
+    of environments inside a Pallas kernel (the fused backend); `jaxsim.check_env` says whether
+    an environment can, and why not. The base class owns the time limit: `step` counts steps and
+    sets `truncated` once `state.time` reaches `params.max_episode_steps`; `step` never resets.
 
     Environments compare and hash by (class, static config, params overrides): a jitted rollout
     compiled for one is reused for an equal one, and a change of static config recompiles.
     """
 
-    id: ClassVar[str]
     params_type: ClassVar[type]
-    state_type: ClassVar[type]
     config_type: ClassVar[type] = params_lib.NoConfig
-    num_reset_uniforms: ClassVar[int]
-    # The shape of each reset uniform for one environment, entries possibly naming static-config
-    # fields (`("num_particles",)`: one uniform per particle); None: all scalars. Every
-    # component is its own counter-based draw (`jaxsim.transition.ResetDraws`).
-    reset_shapes: ClassVar[tuple[tuple[int | str, ...], ...] | None] = None
-    # How many uniforms `dynamics(state, action, params, u)` takes as a fourth argument (0: it
-    # takes none), and each one's shape as `reset_shapes` gives the reset uniforms' (None: all
-    # scalars). Rollouts draw them counter-based from (seed, environment index, step counter)
-    # on streams apart from the reset draws' (`ResetDraws.step_draw`), so the scan and fused
-    # backends step through the same random outcomes; `step` draws them from its key.
-    num_step_uniforms: ClassVar[int] = 0
-    step_shapes: ClassVar[tuple[tuple[int | str, ...], ...] | None] = None
-    # True if `dynamics(state, action, params, key)` takes a key; the classic-control
-    # environments are deterministic, and the fused kernel runs only deterministic dynamics.
-    stochastic: ClassVar[bool] = False
-    # True if `init_state(key, params)` takes a raw PRNG key (uint32[2], drawn counter-based
-    # from (seed, index, counter) as uniforms are) instead of uniforms: adapters of libraries
-    # whose reset takes a key.
-    reset_with_key: ClassVar[bool] = False
-    # True if `obs_fields` returns one component, the whole observation of any shape, instead
-    # of one number per component (`obs_fields` components are stacked into a vector).
-    array_obs: ClassVar[bool] = False
+    # What `init_state` and `dynamics` draw: uniforms (counter-based, the kernel draws them
+    # too) or a PRNG key; see `jaxsim.rng.Draws`. Default: no draws.
+    draws: ClassVar[Draws] = Draws()
+    # -- optional: the observation's layout (inferred for an array or a tuple of scalars) --------
     # The observation's shape when `obs_fields` gives numbers per component that
     # `obs_from_components` turns into an array of this shape (MinAtar's [10, 10, C] grid, from
     # packed row words); `obs_fields` may give the whole array as its one component instead.
-    # None: a vector.
+    # None: a vector of the components, or the one array `obs_fields` returns.
     obs_shape: ClassVar[tuple[int, ...] | None] = None
+    # The observation's dtype, the observation space's: float32, or bool for a grid of cells
+    # (MinAtar). Components stay float32 inside a step (the fused kernel's columns); the
+    # observation is cast to this as it is stacked (`jaxsim.transition.stack_obs`).
+    obs_dtype: ClassVar[Any] = jnp.float32
     # Where set (with `obs_shape`), the dtype a rollout records `obs_fields`' components in,
     # rebuilding the observations with `obs_from_components` after its loop: one pass writes the
     # large array, where recording it in the loop fills it first, then writes it step by step.
     # MinAtar: uint16 row words, a fifth of the grid's bytes. None: the loop records the obs.
     obs_record_dtype: ClassVar[Any] = None
-    # The observation's dtype, the observation space's: float32, or bool for a grid of cells
-    # (MinAtar). Components stay float32 inside a step (the fused kernel's columns); the
-    # observation is cast to this as it is stacked (`jaxsim.transition.stack_obs`).
-    obs_dtype: ClassVar[Any] = jnp.float32
+    # -- optional: for wrappers of other simulators ------------------------------------------------
     # True if a rollout should reset only the done environments, gathered, while few are done
     # (`jaxsim.autoreset`): worth it where `init_state` costs far more than the dozen small
     # gathers and scatters around it (a physics engine's reset). A native reset is a few hashes:
@@ -103,8 +89,43 @@ class Env(Generic[State, Params]):
     # XLA:CPU compile options a program stepping this environment should use (a trainer's jit
     # reads them, e.g. agents'); the options a jaxlib does not know are for it to leave out.
     cpu_compiler_options: ClassVar[dict[str, Any]] = {}
-    # Why the fused kernel cannot run this environment, when the class knows it statically.
-    fused_refusal: ClassVar[str | None] = None
+
+    # The declarations this contract replaced, and what replaces each (a clear error at class
+    # definition instead of an attribute silently ignored).
+    _REPLACED: ClassVar[dict[str, str]] = {
+        "num_reset_uniforms": "draws = jaxsim.Draws(reset=n)",
+        "reset_shapes": "draws = jaxsim.Draws(reset=(shape, ...))",
+        "num_step_uniforms": "draws = jaxsim.Draws(step=n)",
+        "step_shapes": "draws = jaxsim.Draws(step=(shape, ...))",
+        "stochastic": "draws = jaxsim.Draws(step='key')",
+        "reset_with_key": "draws = jaxsim.Draws(reset='key')",
+        "fused_refusal": "nothing: the fused backend checks the environment itself",
+        "array_obs": "nothing: an obs_fields that returns one array is inferred",
+    }
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        old = sorted(set(cls.__dict__) & set(Env._REPLACED))
+        if old:
+            raise TypeError(
+                f"{cls.__name__}: "
+                + "; ".join(
+                    f"{name} is no longer read, declare {Env._REPLACED[name]}" for name in old
+                )
+            )
+        if "id" not in cls.__dict__ and not any("id" in b.__dict__ for b in cls.__mro__[1:-1]):
+            cls.id = cls.__name__
+        if not isinstance(cls.draws, Draws):
+            raise TypeError(f"{cls.__name__}.draws must be a jaxsim.Draws, got {cls.draws!r}")
+        params_type = cls.__dict__.get("params_type")
+        if params_type is not None:
+            names = {f.name for f in dataclasses.fields(params_type)}
+            if "max_episode_steps" not in names:
+                raise TypeError(
+                    f"{cls.__name__}.params_type ({params_type.__name__}) has no "
+                    "max_episode_steps field; every environment declares its time limit, e.g. "
+                    "max_episode_steps: int = jaxsim.params.field(500, ge=1, lt=2**31)"
+                )
 
     def __init__(self, **kwargs):
         param_specs = {s.name: s for s in params_lib.specs(self.params_type)}
@@ -193,7 +214,7 @@ class Env(Generic[State, Params]):
 
     def observe(self, state: State, params: Params) -> jax.Array:
         return stack_obs(
-            self, (jnp.asarray(f, jnp.float32) for f in self.obs_fields(state, params))
+            self, (jnp.asarray(f, jnp.float32) for f in self.obs_components(state, params))
         )
 
     def reset(self, key: jax.Array, params: Params) -> tuple[State, jax.Array]:
@@ -212,32 +233,51 @@ class Env(Generic[State, Params]):
         return state, self.observe(state, params)
 
     def reset_uniform_shapes(self) -> tuple[tuple[int, ...], ...]:
-        """Each reset uniform's shape for one environment (`reset_shapes` resolved)."""
-        if self.reset_shapes is None:
-            return ((),) * self.num_reset_uniforms
-        if len(self.reset_shapes) != self.num_reset_uniforms:
-            raise TypeError(
-                f"{type(self).__name__}: reset_shapes declares {len(self.reset_shapes)} shapes "
-                f"for num_reset_uniforms={self.num_reset_uniforms} uniforms"
-            )
-        return tuple(params_lib.resolve_shape(s, self._config) for s in self.reset_shapes)
+        """Each reset uniform's shape for one environment (`draws.reset` resolved)."""
+        return self.draws.shapes("reset", self._config)
 
     def step_uniform_shapes(self) -> tuple[tuple[int, ...], ...]:
-        """Each step uniform's shape for one environment (`step_shapes` resolved)."""
-        if self.step_shapes is None:
-            return ((),) * self.num_step_uniforms
-        if len(self.step_shapes) != self.num_step_uniforms:
-            raise TypeError(
-                f"{type(self).__name__}: step_shapes declares {len(self.step_shapes)} shapes "
-                f"for num_step_uniforms={self.num_step_uniforms} uniforms"
-            )
-        return tuple(params_lib.resolve_shape(s, self._config) for s in self.step_shapes)
+        """Each step uniform's shape for one environment (`draws.step` resolved)."""
+        return self.draws.shapes("step", self._config)
 
     def reset_draw_shapes(self):
         """Shapes and dtypes of what `init_state` takes first, for one environment."""
-        if self.reset_with_key:
+        if self.draws.reset_key:
             return jax.ShapeDtypeStruct((2,), jnp.uint32)
         return tuple(jax.ShapeDtypeStruct(s, jnp.float32) for s in self.reset_uniform_shapes())
+
+    def state_template(self):
+        """One environment's state as shapes and dtypes (traced from `init_state`, once)."""
+        template = self.__dict__.get("_state_template")
+        if template is None:
+            template = jax.eval_shape(
+                self.init_state, self.reset_draw_shapes(), self.default_params
+            )
+            self.__dict__["_state_template"] = template
+        return template
+
+    @property
+    def state_type(self) -> type:
+        """The state's class: what `init_state` returns (a class may declare it instead)."""
+        return type(self.state_template())
+
+    @property
+    def array_obs(self) -> bool:
+        """True if `obs_fields` gives the whole observation as one array (traced, once), rather
+        than one number per component (stacked into a vector, or into `obs_shape`)."""
+        if self.obs_shape is not None:
+            return False
+        cached = self.__dict__.get("_array_obs")
+        if cached is None:
+            out = jax.eval_shape(self.obs_fields, self.state_template(), self.default_params)
+            cached = not isinstance(out, tuple | list) or (len(out) == 1 and jnp.ndim(out[0]) > 0)
+            self.__dict__["_array_obs"] = cached
+        return cached
+
+    def obs_components(self, state: State, params: Params) -> tuple:
+        """`obs_fields` as a tuple of components (an array it returns is one component)."""
+        out = self.obs_fields(state, params)
+        return tuple(out) if isinstance(out, tuple | list) else (out,)
 
     def step(
         self, key: jax.Array, state: State, action: jax.Array, params: Params
@@ -251,7 +291,7 @@ class Env(Generic[State, Params]):
         self.check_state(state)
         action = self.check_action(action)
         u = None
-        if self.num_step_uniforms:  # counter-based, as a rollout's, from a seed of `key`
+        if self.step_uniform_shapes():  # counter-based, as a rollout's, from a seed of `key`
             seed = rng.seed_from_key(rng.check_key(f"{self.id}.step", key))
             u = ResetDraws.make(self, seed, jnp.uint32(0)).step_draw(state.time + 1)
         state, obs_fields, reward, terminated, truncated = env_transition(
@@ -268,11 +308,9 @@ class Env(Generic[State, Params]):
                 f"got {type(state).__name__}"
             )
         if getattr(self, "_state_shapes", None) is None:
-            draw = self.reset_draw_shapes()
-            template = jax.eval_shape(self.init_state, draw, self.default_params)
             self._state_shapes = {
                 jax.tree_util.keystr(path): leaf.shape
-                for path, leaf in jax.tree.leaves_with_path(template)
+                for path, leaf in jax.tree.leaves_with_path(self.state_template())
             }
         for path, leaf in jax.tree.leaves_with_path(state):
             name, shape = jax.tree_util.keystr(path), jnp.shape(leaf)

@@ -265,7 +265,7 @@ def register(env_id: str) -> str:
     if gym_name in gymnasium.registry:
         return gym_name
     if native in envs.REGISTRY:
-        limit = int(envs.make(native).default_params.max_episode_steps)
+        limit = int(envs.build(native).default_params.max_episode_steps)
         theirs = gymnasium.registry.get(native)  # Gymnasium's own id of that name, if any
         gymnasium.register(
             id=gym_name,

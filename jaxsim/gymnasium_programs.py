@@ -97,7 +97,7 @@ def _step(env: Env, num_envs: int, same_step: bool, moving: Moving, fixed: Fixed
     params_axes = env.params_axes(fixed.params, num_envs, owner=f"jaxsim/{env.id}")
     counter = moving.counter + jnp.uint32(1)
     keys = None
-    if env.stochastic:
+    if env.draws.step_key:
         keys = rng.dynamics_keys(fixed.key, counter, num_envs)
     carry, rec = policy_step(
         env, _LANES, _GIVEN, action, moving.carry, fixed.params, params_axes, moving.counter,

@@ -139,7 +139,7 @@ def _reset(env: Env, layout: Layout, params_layout: Layout, keys, params_words):
 def _step(env: Env, layout: Layout, words, action):
     _, key, state, params = layout.unpack(words)
     step_key = key
-    if env.stochastic or env.num_step_uniforms:  # a deterministic step ignores its key
+    if env.draws.step_key or env.step_uniform_shapes():  # a deterministic step ignores its key
         key, step_key = jax.random.split(key)
     state, ts = env.step(step_key, state, action, params)
     return layout.pack(_buffer(*_outputs(ts), key, state, params))

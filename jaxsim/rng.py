@@ -13,6 +13,7 @@ environment outside a loop and each draw inside costs one `mix`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from typing import NamedTuple
@@ -207,3 +208,71 @@ def continuation_key(state) -> jax.Array:
             "actions and resets instead of replaying the default key's"
         )
     return _first_row(state.next_key)
+
+
+# ------------------------------------------------------------------ what an environment draws
+KEY = "key"
+
+
+@dataclasses.dataclass(frozen=True)
+class Draws:
+    """The random numbers an environment draws, declared once on its class (`Env.draws`).
+
+    Each of `reset` and `step` is one of:
+
+    - an int n: n float32 uniforms in [0, 1), scalars, passed as a tuple (`init_state(u,
+      params)`; `dynamics(state, action, params, u)`); 0, the default: no draws (a fixed start,
+      deterministic dynamics, which then take no fourth argument);
+    - a tuple of shapes: one uniform array of each shape, entries possibly naming static-config
+      fields (`(( ), ("num_particles",))`: a scalar, then one per particle);
+    - `"key"`: a raw PRNG key uint32[2] instead (`init_state(key, params)`; `dynamics(state,
+      action, params, key)`), for code written with `jax.random` (another library's step).
+
+    Uniforms are counter-based (a hash of seed, environment index and step), so the scan and
+    fused backends draw the same numbers and the kernel can draw them; a key is the simple form,
+    which the fused kernel does not run.
+    """
+
+    reset: int | tuple | str = 0
+    step: int | tuple | str = 0
+
+    def __post_init__(self):
+        for name in ("reset", "step"):
+            value = getattr(self, name)
+            if value == KEY and isinstance(value, str):
+                continue
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                continue
+            if isinstance(value, tuple) and all(_is_shape(s) for s in value):
+                continue
+            raise TypeError(
+                f"Draws: {name} must be a count of scalar uniforms (an int >= 0), a tuple of "
+                f"shapes (tuples of ints or static-config field names), or 'key', got {value!r}"
+            )
+
+    @property
+    def reset_key(self) -> bool:
+        """True if `init_state` takes a PRNG key instead of uniforms."""
+        return self.reset == KEY
+
+    @property
+    def step_key(self) -> bool:
+        """True if `dynamics` takes a PRNG key as its fourth argument."""
+        return self.step == KEY
+
+    def shapes(self, which: str, config) -> tuple[tuple[int, ...], ...]:
+        """Each uniform's shape for one environment ("reset" or "step"); () for a key's draws."""
+        value = getattr(self, which)
+        if value == KEY:
+            return ()
+        if isinstance(value, int):
+            return ((),) * value
+        return tuple(
+            tuple(getattr(config, d) if isinstance(d, str) else d for d in s) for s in value
+        )
+
+
+def _is_shape(s) -> bool:
+    return isinstance(s, tuple) and all(
+        isinstance(d, str) or (isinstance(d, int) and not isinstance(d, bool) and d >= 0) for d in s
+    )

@@ -12,6 +12,7 @@ import numpy as np
 
 from jaxsim import fused, plan, rng, sharding
 from jaxsim import params as params_lib
+from jaxsim.check_env import check_outputs as check_env_outputs
 from jaxsim.checks import raise_on_failure
 from jaxsim.core import Env
 from jaxsim.memory import check_memory
@@ -195,6 +196,7 @@ def rollout(
     if num_envs is not None:
         num_envs = _check_positive_int("num_envs", num_envs)
     check_backend(env, backend, check_fused_env=False)
+    check_env_outputs(env)  # its outputs against its spaces, once per class: before any work
     params = env.default_params if params is None else params
     if not isinstance(params, env.params_type):
         raise TypeError(

@@ -155,7 +155,7 @@ def _scan_rollout(spec: RolloutSpec, inputs: RolloutInputs, into):
     def body(carry: Carry, xs):
         t, policy_input = xs
         step_keys = None
-        if env.stochastic:
+        if env.draws.step_key:
             step_keys = sharding.constrain(keys.step_keys(t, num_envs), mesh)
         carry, values = policy_step(
             env, lanes, adapter, policy_input, carry, params, params_axes, t, draws, step_keys

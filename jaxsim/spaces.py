@@ -105,7 +105,12 @@ class Box:
         lo_fin, hi_fin = np.isfinite(low), np.isfinite(high)
         lo = np.where(lo_fin, low, 0.0).astype(np.float32)
         hi = np.where(hi_fin, high, 0.0).astype(np.float32)
-        bounded = lo + u * (hi - lo)
+        with np.errstate(over="ignore"):
+            span = hi - lo  # inf where the bounds are wider than float32 holds (+-float32 max)
+        wide = ~np.isfinite(span)
+        bounded = lo + u * np.where(wide, 0.0, span).astype(np.float32)
+        if wide.any():  # the convex combination of the bounds stays finite
+            bounded = jnp.where(wide, lo * (1 - u) + hi * u, bounded)
         from_low = lo + jnp.abs(z)
         from_high = hi - jnp.abs(z)
         out = jnp.where(

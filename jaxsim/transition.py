@@ -32,9 +32,9 @@ from jaxsim.trajectory import EpisodeSums, RolloutState
 def env_transition(env, state, action, params, key=None, u=None):
     """One step of one environment (or of a block of lanes), without auto-reset.
 
-    `key` reaches the dynamics of a stochastic environment (`env.stochastic`) as a fourth
-    argument; `u`, the step uniforms (`ResetDraws.step_draw`), those of an environment with
-    `num_step_uniforms`; other dynamics take neither.
+    `key` reaches the dynamics of an environment that draws a key each step (`env.draws.step ==
+    "key"`) as a fourth argument; `u`, the step uniforms (`ResetDraws.step_draw`), those of an
+    environment that draws uniforms; other dynamics take neither.
 
     Returns:
       (next_state, obs_fields, reward float32, terminated bool, truncated bool): the dynamics'
@@ -46,17 +46,20 @@ def env_transition(env, state, action, params, key=None, u=None):
     which clip them to their bounds as Gymnasium's do.
     """
     action = clip_action(env, action)
-    if env.stochastic:
+    if env.draws.step_key:
         next_state, reward, terminated = env.dynamics(state, action, params, key)
-    elif env.num_step_uniforms:
+    elif env.step_uniform_shapes():
         next_state, reward, terminated = env.dynamics(state, action, params, u)
     else:
         next_state, reward, terminated = env.dynamics(state, action, params)
     next_state = next_state.replace(time=state.time + jnp.int32(1))
     truncated = next_state.time >= params.max_episode_steps
-    reward = jnp.asarray(reward, jnp.float32)
-    terminated = jnp.asarray(terminated, jnp.bool_)
-    return next_state, env.obs_fields(next_state, params), reward, terminated, truncated
+    # A constant reward or flag (a Python number) takes the lanes' shape: on a block of the
+    # fused kernel there is no vmap to broadcast it.
+    shape = jnp.shape(next_state.time)
+    reward = jnp.broadcast_to(jnp.asarray(reward, jnp.float32), shape)
+    terminated = jnp.broadcast_to(jnp.asarray(terminated, jnp.bool_), shape)
+    return next_state, env.obs_components(next_state, params), reward, terminated, truncated
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,9 +92,22 @@ class Lanes:
 
         return call
 
+    def init_state(self, env, draw, params, params_axes, num_lanes: int):
+        """Fresh states of `num_lanes` environments from their reset draws. A leaf the reset
+        makes a constant (a fixed start, drawing nothing) takes the batch's shape, as vmap
+        would give it on a block of the kernel."""
+        if self.vmapped:
+            in_axes = (0, params_axes)
+            return jax.vmap(env.init_state, in_axes=in_axes, axis_size=num_lanes)(draw, params)
+        return jax.tree.map(
+            lambda x, t: jnp.broadcast_to(x, (num_lanes, *t.shape)),
+            env.init_state(draw, params),
+            env.state_template(),
+        )
+
     def observe(self, env, state, params, params_axes) -> tuple[jax.Array, ...]:
         """The observation as float32 [batch] components, one per `obs_fields` entry."""
-        return _columns(self(env.obs_fields, params_axes)(state, params), state)
+        return _columns(self(env.obs_components, params_axes)(state, params), state)
 
 
 def _columns(obs_fields, state) -> tuple[jax.Array, ...]:
@@ -198,8 +214,8 @@ def batch_step(
     episode_return = carry.episode_return + reward
     episode_length = carry.episode_length + jnp.int32(1)
 
-    def init_state(draw, reset_params, reset_axes):
-        return lanes(env.init_state, reset_axes)(draw, reset_params)
+    def init_state(draw, reset_params, reset_axes, num_lanes):
+        return lanes.init_state(env, draw, reset_params, reset_axes, num_lanes)
 
     env_state, episode_params = auto_reset(
         init_state,
@@ -272,7 +288,9 @@ def initial_carry(
     """Every environment reset at counter 0 (episode params drawn at counter 0 too)."""
     drawn = draws.episode_params(0)
     reset_params, reset_axes = with_episode_params(params, params_axes, drawn)
-    env_state = lanes(env.init_state, reset_axes)(draws.reset_draw(0), reset_params)
+    env_state = lanes.init_state(
+        env, draws.reset_draw(0), reset_params, reset_axes, draws.index.shape[0]
+    )
     num_envs = draws.index.shape[0]
     zeros = jnp.zeros((num_envs,), jnp.float32)
     sums = EpisodeSums.zeros(num_envs) if with_sums else None

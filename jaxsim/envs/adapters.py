@@ -24,6 +24,7 @@ from flax import struct
 
 from jaxsim import params as params_lib
 from jaxsim.core import Env
+from jaxsim.rng import Draws
 from jaxsim.spaces import Box, Discrete
 
 
@@ -44,17 +45,11 @@ class AdapterEnv(Env):
     """
 
     state_type = AdapterState
-    reset_with_key = True
-    array_obs = True
-    num_reset_uniforms = 0  # resets take a key (reset_with_key)
-    fused_refusal = (
-        "it wraps another library's step function, whose state is a nested pytree; the fused "
-        "kernel carries one number per state field"
-    )
+    draws = Draws(reset="key")  # the library's reset takes a key
     library: ClassVar[str]  # e.g. "gymnax": its pip extra is jaxsim-rl[<library>]
 
-    def obs_fields(self, state: AdapterState, params) -> tuple[jax.Array, ...]:
-        return (state.obs,)
+    def obs_fields(self, state: AdapterState, params) -> jax.Array:
+        return state.obs  # one array: the whole observation, whatever its shape
 
 
 def import_library(module: str, env_id: str, extra: str):

@@ -16,6 +16,7 @@ from flax import struct
 import jaxsim.envs.classic_control_drawing as drawing
 from jaxsim.core import Env
 from jaxsim.params import field
+from jaxsim.rng import Draws
 from jaxsim.spaces import Box, Discrete
 
 _F32_MAX = float(np.finfo(np.float32).max)
@@ -72,7 +73,7 @@ class CartPole(Env[CartPoleState, CartPoleParams]):
     id = "CartPole-v1"
     params_type = CartPoleParams
     state_type = CartPoleState
-    num_reset_uniforms = 4
+    draws = Draws(reset=4)
     render_fps, draw, state_from_obs = 50, drawing.draw_cartpole, drawing.cartpole_state
 
     def init_state(self, u, params):
@@ -145,7 +146,7 @@ class Pendulum(Env[PendulumState, PendulumParams]):
     id = "Pendulum-v1"
     params_type = PendulumParams
     state_type = PendulumState
-    num_reset_uniforms = 2
+    draws = Draws(reset=2)
     render_fps, draw, state_from_obs = 30, drawing.draw_pendulum, drawing.pendulum_state
 
     def init_state(self, u, p):
@@ -193,7 +194,7 @@ def _mountain_car_move(s, velocity, p):
 
 class _MountainCarBase(Env):
     state_type = MountainCarState
-    num_reset_uniforms = 1
+    draws = Draws(reset=1)
     render_fps, draw, state_from_obs = 30, drawing.draw_mountain_car, drawing.mountain_car_state
 
     def init_state(self, u, p):
@@ -349,7 +350,7 @@ class Acrobot(Env[AcrobotState, AcrobotParams]):
     id = "Acrobot-v1"
     params_type = AcrobotParams
     state_type = AcrobotState
-    num_reset_uniforms = 4
+    draws = Draws(reset=4)
     render_fps, draw, state_from_obs = 15, drawing.draw_acrobot, drawing.acrobot_state
 
     def init_state(self, u, p):

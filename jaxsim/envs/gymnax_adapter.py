@@ -30,6 +30,7 @@ import jax.numpy as jnp
 
 from jaxsim.envs import adapters
 from jaxsim.envs.adapters import AdapterEnv, AdapterState
+from jaxsim.rng import Draws
 
 PREFIX = "gymnax"
 # EnvParams fields that gymnax keeps beside the fields they are computed from: id -> field ->
@@ -52,7 +53,7 @@ class GymnaxEnv(AdapterEnv):
     """A gymnax environment; one subclass per gymnax id (made by `make`)."""
 
     library = "gymnax"
-    stochastic = True
+    draws = Draws(reset="key", step="key")  # gymnax's step takes a key
     _gymnax_env = None  # the gymnax environment object (stateless)
     _gymnax_params = None  # its default EnvParams: the values of the fields not exposed
     _derived: ClassVar[dict] = {}  # field -> formula (`DERIVED`)
@@ -74,7 +75,8 @@ class GymnaxEnv(AdapterEnv):
             key, state.inner, action, self._inner_params(params)
         )
         next_state = AdapterState(inner, adapters.float_obs(obs), state.time)
-        return next_state, reward, terminated
+        # jaxsim's contract: a float32 reward, a bool flag (gymnax's bandits reward in int32).
+        return next_state, jnp.asarray(reward, jnp.float32), jnp.asarray(terminated, jnp.bool_)
 
     def observation_space(self, params):
         return self._spaces[0]
@@ -83,11 +85,11 @@ class GymnaxEnv(AdapterEnv):
         return self._spaces[1]
 
 
-def _space(space, obs: bool):
+def _space(space, obs: bool, obs_shape=()):
     kind = type(space).__name__
     if kind == "Discrete":
-        if obs:
-            return adapters.box(0, space.n - 1, ())
+        if obs:  # at the shape gymnax's observation has (FrozenLake's is [1], not a scalar)
+            return adapters.box(0, space.n - 1, obs_shape)
         return adapters.discrete(space.n)
     if kind == "Box":
         return adapters.box(space.low, space.high, space.shape)
@@ -114,7 +116,25 @@ def env_class(name: str) -> type[GymnaxEnv]:
             f"{available()}"
         )
     gymnax_env, gymnax_params = gymnax.make(name)
-    derived = DERIVED.get(name, {})
+    return _wrap(env_id, gymnax_env, gymnax_params, DERIVED.get(name, {}))
+
+
+@functools.cache
+def _wrap_object(gymnax_env) -> type[GymnaxEnv]:
+    """The jaxsim class wrapping a gymnax environment object of the user's (one per object)."""
+    name = f"{PREFIX}/{type(gymnax_env).__name__}"  # until make names it by its id
+    return _wrap(name, gymnax_env, gymnax_env.default_params, {})
+
+
+def make_from(gymnax_env, **kwargs) -> GymnaxEnv:
+    """A gymnax environment of the user's (an `Environment` object, or its class, made with no
+    arguments) as a jaxsim environment; `kwargs` are its params fields (`jaxsim.register`)."""
+    if isinstance(gymnax_env, type):
+        gymnax_env = gymnax_env()
+    return _wrap_object(gymnax_env)(**kwargs)
+
+
+def _wrap(env_id, gymnax_env, gymnax_params, derived) -> type[GymnaxEnv]:
     for field_name, formula in derived.items():  # a guard against a gymnax that changed them
         default, computed = getattr(gymnax_params, field_name), formula(gymnax_params)
         if abs(float(default) - float(computed)) > 1e-6 * max(1.0, abs(float(default))):
@@ -123,8 +143,11 @@ def env_class(name: str) -> type[GymnaxEnv]:
                 f"({computed}); this gymnax version changed it: update DERIVED"
             )
     with jax.ensure_compile_time_eval():  # concrete even if make is called while tracing
+        obs = jax.eval_shape(
+            lambda key: gymnax_env.reset_env(key, gymnax_params)[0], jax.random.key(0)
+        )
         spaces = (
-            _space(gymnax_env.observation_space(gymnax_params), obs=True),
+            _space(gymnax_env.observation_space(gymnax_params), obs=True, obs_shape=obs.shape),
             _space(gymnax_env.action_space(gymnax_params), obs=False),
         )
     fields, exposed = {}, []
@@ -134,9 +157,14 @@ def env_class(name: str) -> type[GymnaxEnv]:
         if f.name == "max_steps_in_episode" or f.name in derived or kind is None:
             continue
         default = value.item() if hasattr(value, "item") else value
-        fields[f.name] = (kind, default, f"gymnax {name} EnvParams.{f.name}", {})
+        fields[f.name] = (kind, default, f"gymnax {env_id} EnvParams.{f.name}", {})
         exposed.append(f.name)
-    limit = gymnax_params.max_steps_in_episode
+    limit = getattr(gymnax_params, "max_steps_in_episode", None)
+    if limit is None:
+        raise ValueError(
+            f"{env_id}: gymnax params {type(gymnax_params).__name__} have no max_steps_in_episode; "
+            "jaxsim needs the episode limit (gymnax's EnvParams declare it)"
+        )
     fields["max_episode_steps"] = adapters.max_steps_field(limit, PREFIX)
     return adapters.adapter_class(
         GymnaxEnv,

@@ -42,6 +42,7 @@ from flax import struct
 from jaxsim.core import Env
 from jaxsim.params import field
 from jaxsim.rendering import Canvas
+from jaxsim.rng import Draws
 from jaxsim.spaces import Box
 
 _F32_MAX = float(np.finfo(np.float32).max)
@@ -122,8 +123,7 @@ class Swarm(Env[SwarmState, SwarmParams]):
     state_type = SwarmState
     config_type = SwarmConfig
     # Centre (x, y), then per particle: offset x, offset y, mass.
-    reset_shapes = ((), (), ("num_particles",), ("num_particles",), ("num_particles",))
-    num_reset_uniforms = len(reset_shapes)
+    draws = Draws(reset=((), (), ("num_particles",), ("num_particles",), ("num_particles",)))
 
     def init_state(self, u, params):
         center_x, center_y, offset_x, offset_y, mass = u

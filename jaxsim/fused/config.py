@@ -8,6 +8,7 @@ import dataclasses
 
 import jax
 
+from jaxsim.check_env import block_reason
 from jaxsim.core import Env
 from jaxsim.policies import MLPPolicy, OpenLoopPolicy, RandomPolicy
 from jaxsim.spaces import Box, Discrete
@@ -68,13 +69,27 @@ class FusedConfig:
 
 # ------------------------------------------------------------------------------ what can run fused
 def env_unsupported_reason(env: Env) -> str | None:
-    """Why `env` cannot run in the fused kernel, or None if it can."""
+    """Why `env` cannot run in the fused kernel, or None if it can: checked on the environment
+    itself (its draws, its overrides, its spaces, and its functions traced on a block of lanes),
+    once per class and static config."""
+    cache_key = (type(env), env._config_overrides)
+    if cache_key not in _REASONS:
+        _REASONS[cache_key] = _env_reason(env)
+    return _REASONS[cache_key]
+
+
+_REASONS: dict = {}
+
+
+def _env_reason(env: Env) -> str | None:
     params = env.default_params  # shapes and dtypes never depend on params values
     name = type(env).__name__
-    if env.fused_refusal is not None:
-        return env.fused_refusal
-    if env.stochastic:
-        return f"{name}'s dynamics draw random numbers from a key, which the kernel cannot pass"
+    for which in ("reset", "step"):
+        if getattr(env.draws, f"{which}_key"):
+            return (
+                f"{name}'s {which} draws from a PRNG key (Draws({which}='key')); the kernel draws "
+                f"counter-based uniforms only: declare Draws({which}=n) and take n uniforms"
+            )
     for method in ("step", "observe", "reset_at"):
         if getattr(type(env), method) is not getattr(Env, method):
             return (
@@ -84,7 +99,7 @@ def env_unsupported_reason(env: Env) -> str | None:
     space = env.action_space(params)
     if not isinstance(space, Discrete | Box):
         return f"its action space {space!r} is neither Discrete nor Box"
-    state = jax.eval_shape(env.init_state, env.reset_draw_shapes(), params)
+    state = env.state_template()
     shapes = {tuple(leaf.shape) for leaf in jax.tree.leaves(state)}
     shapes |= set(env.reset_uniform_shapes()) | set(env.step_uniform_shapes())
     bad = sorted(s for s in shapes if not all(is_power_of_two(d) for d in s))
@@ -93,7 +108,7 @@ def env_unsupported_reason(env: Env) -> str | None:
             f"{name}'s state, reset or step uniforms have shapes {bad}; the kernel holds each as a "
             "[block, *shape] array, which Triton lowers only for power-of-two sizes"
         )
-    return None
+    return block_reason(env)
 
 
 def policy_unsupported_reason(policy) -> str | None:

@@ -159,10 +159,10 @@ def rollout_blocks(spec: RolloutSpec, inputs: RolloutInputs, axis_name=None) -> 
         draws = ResetDraws(
             seed=(u32, u32),
             index=sds((width,), jnp.uint32),
-            reset_keys=(sds((width,), jnp.uint32),) * env.num_reset_uniforms,
+            reset_keys=(sds((width,), jnp.uint32),) * len(env.reset_uniform_shapes()),
             sampler=jax.tree.map(lambda x: sds(x.shape, x.dtype), sampler),
             shapes=env.reset_uniform_shapes(),
-            step_keys=(sds((width,), jnp.uint32),) * env.num_step_uniforms,
+            step_keys=(sds((width,), jnp.uint32),) * len(env.step_uniform_shapes()),
             step_shapes=env.step_uniform_shapes(),
         )
         t = sds((), jnp.int32)

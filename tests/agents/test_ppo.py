@@ -38,7 +38,7 @@ class ContextBandit(jaxsim.Env):
     id = "ContextBandit-v0"
     params_type = BanditParams
     state_type = BanditState
-    num_reset_uniforms = 1
+    draws = jaxsim.Draws(reset=1)
 
     def init_state(self, u, params):
         context = jnp.where(u[0] < 0.5, -1.0, 1.0).astype(jnp.float32)
@@ -193,7 +193,8 @@ def test_unservable_action_space_is_rejected():
 
 def test_the_backend_is_checked_up_front_without_tracing_a_step(monkeypatch):
     class Refused(ContextBandit):
-        fused_refusal = "a refusal for this test"
+        def step(self, key, state, action, params):  # the kernel would not see an override
+            return super().step(key, state, action, params)
 
     steps = []
     dynamics = ContextBandit.dynamics
@@ -204,10 +205,11 @@ def test_the_backend_is_checked_up_front_without_tracing_a_step(monkeypatch):
     assert steps == []  # making an agent traces no step (brax's takes ~1 s to trace)
     with pytest.raises(ValueError, match="unknown backend 'warp'"):
         PPO(PPOConfig(rollout_backend="warp"), ContextBandit())
-    with pytest.raises(ValueError, match="fused backend cannot run.*a refusal for this test"):
+    with pytest.raises(ValueError, match="fused backend cannot run.*overrides Env.step"):
         PPO(PPOConfig(rollout_backend="fused"), Refused())
+    assert steps == []  # refused before any tracing
     PPO(PPOConfig(rollout_backend="fused"), ContextBandit())  # the kernel runs this one
-    assert steps == []
+    assert steps == [1, 1]  # the kernel's check traces dynamics on a block and vmapped (shapes)
 
 
 def test_every_config_field_is_a_flag_with_its_help_and_default():

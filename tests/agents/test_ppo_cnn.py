@@ -31,7 +31,7 @@ class GridBandit(jaxsim.Env):
     id = "GridBandit-v0"
     params_type = GridParams
     state_type = GridState
-    num_reset_uniforms = 1
+    draws = jaxsim.Draws(reset=1)
     obs_shape = (5, 6, 2)  # the grid is its one observation component
 
     def init_state(self, u, params):

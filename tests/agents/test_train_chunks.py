@@ -38,7 +38,7 @@ class SignBandit(jaxsim.Env):
     id = "SignBandit-v0"
     params_type = _Params
     state_type = _State
-    num_reset_uniforms = 1
+    draws = jaxsim.Draws(reset=1)
 
     def init_state(self, u, params):
         sign = jnp.where(u[0] < 0.5, -1.0, 1.0).astype(jnp.float32)

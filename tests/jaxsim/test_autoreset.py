@@ -103,7 +103,7 @@ def test_compact_reset_equals_the_whole_batch_reset_on_a_native_env():
 def test_compact_reset_equals_the_whole_batch_reset_on_an_adapter():
     pytest.importorskip("gymnax", reason="gymnax not installed: pip install 'jaxsim-rl[gymnax]'")
     env = jaxsim.make("gymnax/Breakout-MinAtar")
-    num_envs = 32  # 2 slots; resets draw from a PRNG key (reset_with_key)
+    num_envs = 32  # 2 slots; resets draw from a PRNG key (Draws(reset='key'))
     _check_equal(env, _actions(env, 12, num_envs), _time_limits(env, num_envs, 8))
 
 

@@ -190,7 +190,7 @@ def test_single_env_steps_equal_jaxsims_step(env_id):
         action = genv.action_space.sample()  # int64 for Discrete: accepted
         # Dynamics that draw (MinAtar's sticky actions) get the key the front splits for them.
         key = genv.unwrapped._programs.unpack(genv.unwrapped._words)[1]
-        key = jax.random.split(key)[1] if jax_env.num_step_uniforms else KEY
+        key = jax.random.split(key)[1] if jax_env.step_uniform_shapes() else KEY
         obs, reward, terminated, truncated, _ = genv.step(action)
         state, ts = step(key, state, jnp.asarray(action).astype(act_dtype(jax_env)), params)
         np.testing.assert_array_equal(obs, np.asarray(ts.obs))

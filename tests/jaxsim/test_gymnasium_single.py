@@ -74,7 +74,7 @@ def test_a_stochastic_env_draws_the_same_keys_as_before():
     pytest.importorskip("gymnax", reason="gymnax not installed")
     env_id = "gymnax/Breakout-MinAtar"  # sticky actions: its step reads the split key
     env = jaxsim.gymnasium.JaxsimEnv(env_id)
-    assert env.jax_env.stochastic
+    assert env.jax_env.draws.step_key
     actions = [int(a) for a in np.random.default_rng(0).integers(0, env.action_space.n, 30)]
     _assert_same(_front_episode(env, 5, actions), _reference_episode(env_id, 5, actions))
 

@@ -82,7 +82,7 @@ class Chain(jaxsim.Env):
     params_type = ChainParams
     config_type = ChainConfig
     state_type = ChainState
-    num_reset_uniforms = 1
+    draws = jaxsim.Draws(reset=1)
 
     def init_state(self, u, params):
         return ChainState(u[0], jnp.zeros(jnp.shape(u[0]), jnp.int32))

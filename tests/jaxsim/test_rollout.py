@@ -35,7 +35,7 @@ def python_loop(env, policy, n, num_envs, key):
     params = env.default_params
     seed, k_policy, k_step = _keys(key)
     step = jax.jit(env.step)
-    if env.num_step_uniforms:
+    if env.step_uniform_shapes():
 
         @jax.jit
         def step(index_and_counter, state, action, params):
@@ -58,7 +58,7 @@ def python_loop(env, policy, n, num_envs, key):
         row = {k: [] for k in ("reward", "terminated", "truncated", "next_obs")}
         step_keys = jax.random.split(jax.random.fold_in(k_step, t), num_envs)
         for i in range(num_envs):
-            k = (jnp.uint32(i), jnp.uint32(t + 1)) if env.num_step_uniforms else step_keys[i]
+            k = (jnp.uint32(i), jnp.uint32(t + 1)) if env.step_uniform_shapes() else step_keys[i]
             s, ts = step(k, states[i], actions[i], params)
             row["reward"].append(ts.reward)
             row["terminated"].append(ts.terminated)

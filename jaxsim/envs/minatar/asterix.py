@@ -9,6 +9,7 @@ from jaxsim.envs.minatar import _grid as grid
 from jaxsim.envs.minatar._grid import i32, select
 from jaxsim.envs.minatar.base import MinAtarEnv, MinAtarParams
 from jaxsim.params import field
+from jaxsim.rng import Draws
 
 NUM_SLOTS = 8  # entity slot i moves along row i + 1
 
@@ -51,12 +52,12 @@ class Asterix(MinAtarEnv):
     state_type = AsterixState
     num_channels = 4
     minimal_actions = (grid.NOOP, grid.LEFT, grid.UP, grid.RIGHT, grid.DOWN)
-    num_reset_uniforms = 1  # the start is fixed; the uniform gives the batch shape
-    num_step_uniforms = 4  # sticky; a spawn's side, kind and slot
+    # The start is fixed; steps draw the sticky action, then a spawn's side, kind and slot.
+    draws = Draws(step=4)
 
     def init_state(self, u, params):
-        zero = jnp.zeros(jnp.shape(u[0]), jnp.int32)
-        off = jnp.zeros(jnp.shape(u[0]), jnp.bool_)
+        zero = jnp.zeros((), jnp.int32)
+        off = jnp.zeros((), jnp.bool_)
         spawn_speed = zero + i32(params.init_spawn_speed)
         move_speed = zero + i32(params.init_move_interval)
         return AsterixState(

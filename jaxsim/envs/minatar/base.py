@@ -53,7 +53,7 @@ class MinAtarEnv(Env):
     whereas one original object carries it over from its previous episode).
 
     A game subclass declares `game`, `num_channels`, `minimal_actions` (indices into the full
-    set) and `num_step_uniforms` (1 for the sticky draw plus its own, with `step_shapes` if any
+    set) and `draws` (a step draws 1 uniform for the sticky action plus its own, shaped if any
     is array-valued), and implements:
 
     - `init_state(u, params)`: the start state, every leaf of `u[0]`'s shape (the batch shape:

@@ -8,6 +8,7 @@ from flax import struct
 from jaxsim.envs.minatar import _grid as grid
 from jaxsim.envs.minatar._grid import i32, select
 from jaxsim.envs.minatar.base import MinAtarEnv
+from jaxsim.rng import Draws
 
 # Bricks fill rows 1 ... 3; row r's ten cells are bits 10 (r - 1) ... 10 (r - 1) + 9 of one word.
 _BRICK_ROWS = (1, 2, 3)
@@ -41,8 +42,7 @@ class Breakout(MinAtarEnv):
     state_type = BreakoutState
     num_channels = 4
     minimal_actions = (grid.NOOP, grid.LEFT, grid.RIGHT)
-    num_reset_uniforms = 1  # which side the ball starts on
-    num_step_uniforms = 1  # the sticky-action draw only
+    draws = Draws(reset=1, step=1)  # which side the ball starts on; the sticky-action draw
 
     def init_state(self, u, params):
         left = u[0] < 0.5  # the original's randint(2) == 0

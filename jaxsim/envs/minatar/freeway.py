@@ -9,6 +9,7 @@ from jaxsim.envs.minatar import _grid as grid
 from jaxsim.envs.minatar._grid import i32, select
 from jaxsim.envs.minatar.base import MinAtarEnv, MinAtarParams
 from jaxsim.params import field
+from jaxsim.rng import Draws
 
 NUM_CARS = 8  # car i drives in row i + 1
 _CHICKEN_X = 4
@@ -54,8 +55,9 @@ class Freeway(MinAtarEnv):
     state_type = FreewayState
     num_channels = 7
     minimal_actions = (grid.NOOP, grid.UP, grid.DOWN)
-    num_reset_uniforms = 2 * NUM_CARS  # each car's speed, then each car's direction
-    num_step_uniforms = 1 + 2 * NUM_CARS  # sticky, then new speeds and directions on a crossing
+    # Resets draw each car's speed, then each car's direction; steps the sticky action, then new
+    # speeds and directions on a crossing.
+    draws = Draws(reset=2 * NUM_CARS, step=1 + 2 * NUM_CARS)
 
     def init_state(self, u, params):
         zero = jnp.zeros(jnp.shape(u[0]), jnp.int32)

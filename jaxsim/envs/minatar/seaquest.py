@@ -20,6 +20,7 @@ from jaxsim.envs.minatar.seaquest_state import (
     SeaquestParams,
     SeaquestState,
 )
+from jaxsim.rng import Draws
 
 INIT_SPAWN_SPEED = 20
 DIVER_SPAWN_SPEED = 30
@@ -134,12 +135,12 @@ class Seaquest(MinAtarEnv):
     state_type = SeaquestState
     num_channels = 10
     minimal_actions = (grid.NOOP, grid.LEFT, grid.UP, grid.RIGHT, grid.DOWN, grid.FIRE)
-    num_reset_uniforms = 1  # unused: the start is fixed; it gives the batch shape
-    # Sticky draw; enemy side, kind and row; diver side and row (the original's draws, in order).
-    num_step_uniforms = 6
+    # The start is fixed; steps draw the sticky action, an enemy's side, kind and row, a diver's
+    # side and row (the original's draws, in order).
+    draws = Draws(step=6)
 
     def init_state(self, u, params):
-        zero = jnp.zeros(jnp.shape(u[0]), jnp.int32)
+        zero = jnp.zeros((), jnp.int32)
         no = zero != 0
         slots = jnp.zeros((*jnp.shape(zero), MAX_ENEMIES), jnp.int32)
         empty = slots != 0

@@ -9,6 +9,7 @@ from jaxsim.envs.minatar import _grid as grid
 from jaxsim.envs.minatar._grid import i32, select
 from jaxsim.envs.minatar.base import MinAtarEnv, MinAtarParams
 from jaxsim.params import field
+from jaxsim.rng import Draws
 
 WAVE_ROW = 0b0011111100  # a fresh wave: columns 2 ... 7 of rows 0 ... 3
 WAVE_ROWS = 4
@@ -124,11 +125,10 @@ class SpaceInvaders(MinAtarEnv):
     state_type = SpaceInvadersState
     num_channels = 6
     minimal_actions = (grid.NOOP, grid.LEFT, grid.RIGHT, grid.FIRE)
-    num_reset_uniforms = 1  # unused: the start is fixed; it gives the batch shape
-    num_step_uniforms = 1  # the sticky-action draw only
+    draws = Draws(step=1)  # the start is fixed; steps draw the sticky action
 
     def init_state(self, u, params):
-        zero = jnp.zeros(jnp.shape(u[0]), jnp.int32)
+        zero = jnp.zeros((), jnp.int32)
         return SpaceInvadersState(
             pos=zero + 5,
             aliens=_wave(zero),

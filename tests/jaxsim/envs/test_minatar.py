@@ -70,7 +70,7 @@ def record_original(env, steps, seed, max_len, up_bias=0.0, first_len=None, ramp
     while t < steps:
         game.reset()
         game.last_action = 0
-        reset_u = rec.take(env.num_reset_uniforms)
+        reset_u = rec.take(len(env.reset_uniform_shapes()))
         first_obs.append(game.state())  # bool [10, 10, C], as jaxsim's
         for i in range(max_len if len(first_obs) > 1 or first_len is None else first_len):
             if actions_rng.random() < up_bias:
@@ -81,7 +81,7 @@ def record_original(env, steps, seed, max_len, up_bias=0.0, first_len=None, ramp
             cols["start"].append(i == 0)
             cols["reset_u"].append(reset_u)
             cols["action"].append(a)
-            cols["step_u"].append(rec.take(env.num_step_uniforms))
+            cols["step_u"].append(rec.take(len(env.step_uniform_shapes())))
             cols["obs"].append(game.state())
             cols["reward"].append(reward)
             cols["term"].append(term)
@@ -96,7 +96,8 @@ def record_original(env, steps, seed, max_len, up_bias=0.0, first_len=None, ramp
 def replay(env, params, start, reset_u, action, step_u):
     """jaxsim through the recorded draws: (first obs of each step's episode, next obs, reward,
     terminal) per step, each episode started by `init_state` from its reset draws."""
-    init = jax.vmap(env.init_state, in_axes=(0, None))(reset_u, params)
+    # axis_size: a fixed start draws nothing (reset_u is empty).
+    init = jax.vmap(env.init_state, in_axes=(0, None), axis_size=len(start))(reset_u, params)
     state0 = jax.tree.map(lambda x: x[0], init)
 
     def body(state, xs):

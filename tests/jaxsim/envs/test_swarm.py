@@ -282,13 +282,12 @@ def test_kernel_lowers_for_triton_on_cuda_at_every_size(size):
             env, policy, 20, num_envs=64, key=key, backend="fused", fused_config=cfg
         )
 
-    text = jax.jit(run).trace(KEY).lower(lowering_platforms=("cuda",)).as_text()
-    assert "__gpu$xla.gpu.triton" in text
+    assert TRITON_CALL in lower_for_cuda(run, KEY).as_text()
 
 
 def test_the_kernel_refuses_a_state_size_triton_cannot_tile():
     class OddSwarm(Swarm):  # three particles: not a power of two
-        reset_shapes = ((), (), (3,), (3,), (3,))
+        draws = jaxsim.Draws(reset=((), (), (3,), (3,), (3,)))
 
     reason = jaxsim.fused.unsupported_reason(OddSwarm(), jaxsim.random_policy(OddSwarm()))
     assert "power-of-two" in reason and "(3,)" in reason

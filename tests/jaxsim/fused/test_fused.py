@@ -255,14 +255,17 @@ def test_an_action_of_logit_minus_inf_is_never_sampled():
 
 
 class _NoisyCartPole(type(jaxsim.make("CartPole-v1"))):
-    stochastic = True
+    draws = jaxsim.Draws(reset=4, step="key")
+
+    def dynamics(self, s, action, p, key):  # a step that takes a key (and ignores it)
+        return super().dynamics(s, action, p)
 
 
 @pytest.mark.parametrize(
     "env, policy, match",
     [
         (jaxsim.make("CartPole-v1"), lambda k, o: jnp.zeros(o.shape[0], jnp.int32), "opaque"),
-        (_NoisyCartPole(), "random", "draw random numbers from a key"),
+        (_NoisyCartPole(), "random", "draws from a PRNG key"),
     ],
 )
 def test_what_the_kernel_cannot_run_is_refused_with_the_reason(env, policy, match):
