@@ -2,7 +2,9 @@
 evaluation. An algorithm (`PPO`, `DQN`, `SAC`) subclasses `Agent` and writes `init`, `update`
 and `policy`; its config has `steps_per_update`, `num_updates`, `log_every`, `eval_envs` and
 `rollout_backend`. With a `mesh`, every rollout splits its environments over the mesh's
-`jaxsim.ENV_AXIS` axis (data parallelism; see `Agent`).
+`jaxsim.ENV_AXIS` axis (data parallelism; see `Agent`). Training rollouts run on `env_params`
+and `params_sampler` (domain randomisation), evaluation on its own (`eval_params`,
+`eval_params_sampler`; default: the environment's default params).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import numpy as np
 import jaxsim
 from agents import callbacks
 from agents.structs import Metrics
+from jaxsim.params import as_arrays
+from jaxsim.params_sampling import check_sampler
 from jaxsim.rollout import check_backend
 
 # XLA:CPU's LLVM at -O1 without its expensive passes: a training loop is many small kernels,
@@ -83,6 +87,16 @@ class Agent:
     XLA's partitioner, which moves what it must. `config.num_envs` must be a multiple of the
     axis size. A run on a mesh follows the single-device run up to float rounding (reductions
     over a split batch add in another order).
+
+    Params, as `jaxsim.rollout` takes them (checked here, each error naming the argument):
+    `env_params` and `params_sampler` are the training rollouts' `params=` (default
+    `env.default_params`; each leaf its field's declared shape, shared, or with a leading
+    `config.num_envs` axis, one value per environment) and `params_sampler=` (e.g.
+    `jaxsim.uniform_params(env, masspole=(0.05, 0.5))`: fields drawn afresh every episode).
+    `eval_params` and `eval_params_sampler` are the same for `evaluate` (per-environment
+    leaves: a leading `config.eval_envs` axis); by default evaluation runs on
+    `env.default_params`, whatever training ran on. Spaces come from `env.default_params`, as
+    in `jaxsim.rollout`.
     """
 
     name: ClassVar[str]  # "ppo": the command's algorithm and the checkpoint's
@@ -95,6 +109,10 @@ class Agent:
         env_params=None,
         progress: Callable[[Metrics], None] | None = None,
         mesh=None,
+        *,
+        params_sampler=None,
+        eval_params=None,
+        eval_params_sampler=None,
     ):
         cls = type(self).__name__
         if not isinstance(config, self.config_type):
@@ -105,9 +123,15 @@ class Agent:
             raise TypeError(f"{cls}: env must be a jaxsim.Env (see jaxsim.make), got {env!r}")
         self.config = config
         self.env = env
-        self.env_params = env.default_params if env_params is None else env_params
-        self.obs_shape = env.observation_space(self.env_params).shape
-        self.action_space = env.action_space(self.env_params)
+        self.env_params = self._check_params("env_params", env_params, config.num_envs)
+        self.eval_params = self._check_params("eval_params", eval_params, config.eval_envs)
+        check_sampler(f"{cls} params_sampler", env, params_sampler, config.num_envs)
+        check_sampler(f"{cls} eval_params_sampler", env, eval_params_sampler, config.eval_envs)
+        self.params_sampler = params_sampler
+        self.eval_params_sampler = eval_params_sampler
+        self.eval_steps = self._eval_steps()
+        self.obs_shape = env.observation_space(env.default_params).shape
+        self.action_space = env.action_space(env.default_params)
         self.progress = progress
         self.mesh = None
         if mesh is not None:
@@ -117,6 +141,36 @@ class Agent:
         # An unknown backend, or the fused one for an environment the kernel cannot run, fails
         # here, before anything compiles; checked without tracing a step (brax's traces in ~1 s).
         check_backend(env, config.rollout_backend)
+
+    def _check_params(self, argument: str, params, num_envs: int):
+        """`params` (None: the env's default) as arrays, its leaves checked against their
+        declarations for a batch of `num_envs` (`Env.params_axes`: errors name the field)."""
+        env, owner = self.env, f"{type(self).__name__} {argument}"
+        if params is None:
+            return env.default_params
+        if not isinstance(params, env.params_type):
+            raise TypeError(
+                f"{owner}: must be {env.params_type.__name__} for {env.id} "
+                f"(env.default_params), got {type(params).__name__}"
+            )
+        params = as_arrays(params)
+        env.params_axes(params, num_envs, owner=owner)
+        return params
+
+    def _eval_steps(self) -> int:
+        """Steps of an evaluation rollout: the longest time limit an evaluation episode can
+        have, so every environment finishes its first episode."""
+        limit = int(np.max(np.asarray(self.eval_params.max_episode_steps)))
+        sampler = self.eval_params_sampler
+        if sampler is None or "max_episode_steps" not in sampler.fields:
+            return limit
+        if not isinstance(sampler, jaxsim.UniformParams):
+            raise ValueError(
+                f"{type(self).__name__} eval_params_sampler: draws max_episode_steps, and "
+                "evaluation must know the longest episode; draw it with jaxsim.uniform_params, "
+                "whose bound is known, or give it per environment in eval_params"
+            )
+        return int(np.max(np.asarray(sampler.high["max_episode_steps"])))
 
     # ------------------------------------------------------------------ what an algorithm writes
     def setup(self) -> None:
@@ -146,13 +200,19 @@ class Agent:
             params=self.env_params,
             state=state,
             backend=c.rollout_backend,
+            params_sampler=self.params_sampler,
             mesh=self.mesh,
         )
 
     def initial_state(self, key: jax.Array) -> jaxsim.RolloutState:
         """`config.num_envs` environments reset from `key`, on `self.mesh` if any."""
         return jaxsim.initial_state(
-            self.env, key, self.config.num_envs, self.env_params, mesh=self.mesh
+            self.env,
+            key,
+            self.config.num_envs,
+            self.env_params,
+            params_sampler=self.params_sampler,
+            mesh=self.mesh,
         )
 
     # -------------------------------------------------------------------------------------- run
@@ -251,25 +311,35 @@ class Agent:
     def evaluate(self, runner, key: jax.Array) -> jax.Array:
         """Returns of `config.eval_envs` episodes of the deterministic policy -> float32[eval_envs].
 
-        Every environment starts at step 0 and runs `max_episode_steps` steps, so each finishes
-        at least one episode; its first one counts.
+        Every environment starts at step 0 and runs `eval_steps` steps (the longest time limit),
+        so each finishes at least one episode; its first one counts.
         """
-        c = self.config
-        n = int(self.env_params.max_episode_steps)
-        traj = jaxsim.rollout(
-            self.env,
+        traj = self.evaluation_rollout(
             self.policy(runner, deterministic=True),
-            n,
-            num_envs=c.eval_envs,
-            key=key,
-            params=self.env_params,
-            backend=c.rollout_backend,
+            key,
             # Only what the returns need: a long time limit (MinAtar's 10k) would otherwise
             # keep [n, eval_envs, *obs] observations.
             outputs=("terminated", "truncated", "episode_return"),
         )
         first = jnp.argmax(traj.done, axis=0)
-        return traj.episode_return[first, jnp.arange(c.eval_envs)]
+        return traj.episode_return[first, jnp.arange(self.config.eval_envs)]
+
+    def evaluation_rollout(self, policy, key: jax.Array, outputs="all") -> jaxsim.Trajectory:
+        """`config.eval_envs` environments from a fresh start for `eval_steps` steps under
+        `policy`, on `eval_params` and `eval_params_sampler` (what `evaluate` and
+        `agents.play.film_episode` run)."""
+        c = self.config
+        return jaxsim.rollout(
+            self.env,
+            policy,
+            self.eval_steps,
+            num_envs=c.eval_envs,
+            key=key,
+            params=self.eval_params,
+            params_sampler=self.eval_params_sampler,
+            backend=c.rollout_backend,
+            outputs=outputs,
+        )
 
 
 def latest_return(traj: jaxsim.Trajectory, last_return: jax.Array):

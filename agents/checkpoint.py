@@ -46,6 +46,28 @@ def _is_key(x) -> bool:
     return hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
 
 
+def sampler_ranges(sampler) -> dict[str, list] | None:
+    """A `jaxsim.uniform_params` sampler as JSON, {field: [low, high]} (None: no sampler);
+    `jaxsim.uniform_params(env, **ranges)` rebuilds it. Other samplers cannot be recorded."""
+    if sampler is None:
+        return None
+    if not isinstance(sampler, jaxsim.UniformParams):
+        raise TypeError(
+            "params_sampler: a checkpoint records a jaxsim.uniform_params sampler only (it is "
+            f"rebuilt from its ranges), got {type(sampler).__name__}"
+        )
+    return {n: [_plain(sampler.low[n]), _plain(sampler.high[n])] for n in sampler.fields}
+
+
+def _plain(value):
+    # float32/int32 values as the shortest Python numbers that read back as them (0.05, not
+    # 0.05000000074505806), nested lists for array bounds.
+    value = np.asarray(value)
+    if value.ndim:
+        return [_plain(v) for v in value]
+    return int(value) if value.dtype.kind in "iu" else float(str(value))
+
+
 def save_checkpoint(
     path: str,
     runner: Any,
@@ -53,14 +75,16 @@ def save_checkpoint(
     env: jaxsim.Env,
     num_seeds: int | None,
     extra: dict[str, Any] | None = None,
+    params_sampler=None,
 ) -> None:
     """Saves `runner` (a single run, or `num_seeds` stacked ones) and its config to `path`.
 
     The algorithm is the one whose config `config` is (`agents.algorithms.ALGORITHMS`).
 
     The environment is recorded as its id and its `make` arguments, static config and params
-    overrides (`jaxsim.make(id, **overrides)` rebuilds it); `extra` (JSON-serialisable) joins
-    the metadata.
+    overrides (`jaxsim.make(id, **overrides)` rebuilds it); the training rollouts' params
+    sampler, a `jaxsim.uniform_params` one (the runner's environments carry its draws), as
+    `uniform_params` ranges (`sampler_ranges`); `extra` (JSON-serialisable) joins the metadata.
     """
     runner = jax.tree.map(lambda x: jax.random.key_data(x) if _is_key(x) else x, runner)
     state = serialization.to_state_dict(jax.device_get(runner))
@@ -71,6 +95,7 @@ def save_checkpoint(
         "algorithm": algorithm,
         "env_id": env.id,
         "env_overrides": env.make_kwargs(),
+        "uniform_params": sampler_ranges(params_sampler),
         "num_seeds": num_seeds,
         "update": int(update),
         "steps": int(update) * config.steps_per_update,
@@ -135,7 +160,9 @@ def load_checkpoint(path: str, env: jaxsim.Env | None = None) -> Checkpoint:
         env = jaxsim.make(meta["env_id"], **meta["env_overrides"])
     elif env.id != meta["env_id"]:
         raise ValueError(f"{path}: saved for {meta['env_id']}, but env is {env.id}")
-    agent = cls(config, env)
+    ranges = meta.get("uniform_params")  # absent from checkpoints written before samplers
+    sampler = jaxsim.uniform_params(env, **ranges) if ranges else None
+    agent = cls(config, env, params_sampler=sampler)
     num_seeds = meta["num_seeds"]
     if num_seeds is None:
         template = jax.eval_shape(agent.init, jax.random.key(0))

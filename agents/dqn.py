@@ -160,7 +160,15 @@ class DQN(OffPolicy):
 
 
 def make_train(
-    config: DQNConfig, env: jaxsim.Env, progress: Callable[[Metrics], None] | None = None
+    config: DQNConfig,
+    env: jaxsim.Env,
+    progress: Callable[[Metrics], None] | None = None,
+    *,
+    env_params=None,
+    params_sampler=None,
 ) -> Callable[[jax.Array], tuple[OffPolicyState, Metrics]]:
-    """train(key) -> (final OffPolicyState, Metrics[num_updates]); jit it, or jit(vmap(train))."""
-    return train_fn(DQN(config, env, progress=progress))
+    """train(key) -> (final OffPolicyState, Metrics[num_updates]); jit it, or jit(vmap(train)).
+
+    The training rollouts run on `env_params` (leaves shared or [num_envs, ...]) and draw
+    `params_sampler`'s fields every episode (see `agents.agent.Agent`)."""
+    return train_fn(DQN(config, env, env_params, progress, params_sampler=params_sampler))

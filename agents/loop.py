@@ -94,7 +94,7 @@ class ChunkReport:
     done: int  # updates done by the loop (frozen seeds stopped earlier)
     runner: Any  # every seed's runner state, frozen seeds as they were when solved
     metrics: Metrics  # numpy; each seed's latest update (a frozen seed's last before it froze)
-    eval_returns: np.ndarray | None  # float[num_seeds] mean returns of this check; None: no target
+    eval_returns: np.ndarray | None  # float[num_seeds] mean returns of this check; None: none ran
     # float[num_seeds] mean returns of the independent evaluation, NaN for seeds it did not
     # run on (only seeds the stop check found at the target are confirmed); None: none ran.
     confirm_returns: np.ndarray | None
@@ -158,15 +158,18 @@ def run_chunks(
       agent: any `Agent`; its `jit_run(n)` runs one chunk for every seed at once.
       runner: the agent's runner state with a leading [num_seeds] axis.
       num_updates: the run's length in updates (the loop resumes from the runner's update count).
-      chunk: updates between reports (and stop checks).
+      chunk: updates between stop checks (and progress reports): a check ends every
+        multiple of `chunk` updates and the run.
       seed: the run's base seed; stop checks draw their keys from it (`check_keys`).
       target: mean deterministic evaluation return at which a seed counts as solved, in the
         stop check and in the independent evaluation that confirms it (`confirmed`); None: no
         checks, the run goes to `num_updates`.
       solved_update: per seed, the update at which an earlier part of the run solved it (None:
         not yet); from a checkpoint when resuming.
-      boundary: chunks also end at multiples of this many updates (checkpoints), if given.
-      on_chunk: called on the host after every chunk with a `ChunkReport`.
+      boundary: chunks also end at multiples of this many updates (checkpoints), if given;
+        such a chunk ends with no stop check, so `boundary` changes nothing in the result.
+      on_chunk: called on the host after every chunk with a `ChunkReport` (`eval_returns` None
+        after a chunk that ended at a `boundary` only).
       one_seed_at_a_time: run each chunk seed by seed through one single-seed program
         (`_run_seeds_apart`), skipping frozen seeds, instead of every seed vmapped at once. A
         run's cost then follows the seeds still training, not the slowest seed times all of
@@ -199,7 +202,9 @@ def run_chunks(
             latest = jax.tree.map(lambda x: np.asarray(x)[:, -1], metrics)
         done += n
         returns, confirm, t0, cpu0 = None, None, time.perf_counter(), time.process_time()
-        if target is not None:
+        # Stop checks at multiples of `chunk` (and the end) only: a chunk cut short at a
+        # `boundary` (a checkpoint) checks nothing, so the cadence of checkpoints changes nothing.
+        if target is not None and (done % chunk == 0 or done == num_updates):
             keys = check_keys(seed, num_seeds, done)
             returns = np.asarray(agent.jit_evaluate()(new, keys)).mean(axis=1)
             candidates = ~frozen & (returns >= target)
@@ -217,7 +222,8 @@ def run_chunks(
             if returns is not None and last_returns is not None:
                 returns = np.where(frozen, last_returns, returns)
         frozen = np.array([u is not None for u in solved_update])
-        runner, last, last_returns = new, latest, returns
+        runner, last = new, latest
+        last_returns = last_returns if returns is None else returns
         if on_chunk is not None:
             report = ChunkReport(
                 done, runner, latest, returns, confirm, list(solved_update), eval_s, eval_cpu_s

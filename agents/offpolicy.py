@@ -125,7 +125,7 @@ class OffPolicy(Agent):
     LossInfo: ClassVar[type]
 
     def setup(self) -> None:
-        self.example = replay.example_transition(self.env, self.env_params)
+        self.example = replay.example_transition(self.env)
         self.obs_dim = math.prod(self.obs_shape)
 
     def init(self, key: jax.Array) -> OffPolicyState:

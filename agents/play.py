@@ -3,7 +3,8 @@
 Loads the run's checkpoint, runs the deterministic evaluation that `python -m agents.train` ran
 at its end (`agents.loop.independent_evaluation`: same keys, same number of episodes, so the
 returns reproduce its eval.json), prints
-the returns, and writes a GIF of one episode (`--gif`, default DIR/episode.gif). The train
+the returns, and writes a GIF of one episode (`--gif`, default DIR/episode.gif; never a folder
+or a file of a run, refused before any work). The train
 command calls `evaluate` and `film_episode` from here, so both run one piece of code.
 """
 
@@ -24,7 +25,7 @@ from agents.agent import Agent
 from agents.algorithms import agent_type
 from agents.checkpoint import load_checkpoint
 from agents.loop import MIN_EPISODES, evaluation_keys, independent_evaluation
-from agents.train_args import check_flag
+from agents.train_args import check_flag, check_output_file
 
 
 def evaluate(
@@ -58,15 +59,14 @@ def film_episode(
     one = jax.tree.map(lambda x: x[seed_index], runner)
     c = agent.config
     key = evaluation_keys(seed, num_seeds)[seed_index]
-    traj = jaxsim.rollout(
-        agent.env,
-        agent.policy(one, deterministic=True),
-        int(agent.env_params.max_episode_steps),
-        num_envs=c.eval_envs,  # as in evaluate: the same environments get the same resets
-        key=key,
-        params=agent.env_params,
-        backend=c.rollout_backend,
-    )
+    # As in evaluate: the same environments get the same resets (and params).
+    traj = agent.evaluation_rollout(agent.policy(one, deterministic=True), key)
+    params = agent.eval_params
+    if agent.eval_params_sampler is not None:  # the values the first episodes drew
+        start = jaxsim.initial_state(
+            agent.env, key, c.eval_envs, params, params_sampler=agent.eval_params_sampler
+        )
+        params = params.replace(**start.episode_params)
     end = int(np.argmax(np.asarray(traj.done[:, 0])))
     try:
         obs = jnp.concatenate([traj.obs[: end + 1, 0], traj.next_obs[end, 0][None]])  # + terminal
@@ -74,8 +74,8 @@ def film_episode(
         states = [jax.tree.map(lambda x, t=t: x[t], states) for t in range(end + 2)]
     except NotImplementedError:
         actions = traj.action[: end + 1, 0]
-        states = replay(agent.env, agent.env_params, key, actions, c.eval_envs)
-    jaxsim.render_gif(agent.env, states, path, params=agent.env_params, scale=scale)
+        states = replay(agent.env, params, key, actions, c.eval_envs)
+    jaxsim.render_gif(agent.env, states, path, params=params, scale=scale)
     return float(traj.episode_return[end, 0])
 
 
@@ -114,7 +114,11 @@ def try_film_episode(agent, runner, seed, num_seeds, path, **kwargs) -> str | No
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m agents.play", description=__doc__.split("\n")[0])
     p.add_argument("run", help="a run folder of `python -m agents.train` (has checkpoint.msgpack)")
-    p.add_argument("--gif", default=None, help="the GIF to write (default RUN/episode.gif)")
+    p.add_argument(
+        "--gif",
+        default=None,
+        help="the GIF to write (default RUN/episode.gif); a folder, or a file of a run, is refused",
+    )
     p.add_argument("--no-gif", action="store_true", help="print the returns only")
     p.add_argument("--seed-index", type=int, default=0, help="which trained seed to film")
     p.add_argument("--scale", type=float, default=0.5, help="GIF frame size factor")
@@ -134,6 +138,12 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     if args.gif is not None and args.no_gif:
         parser.error("--gif and --no-gif: give one")
+    own_gif = os.path.join(args.run, "episode.gif")
+    if args.gif is not None:  # before any work: never a folder, never over a file of a run
+        try:
+            check_output_file("--gif", args.gif, args.run, own_gif)
+        except ValueError as e:
+            parser.error(str(e))
     ckpt_path = os.path.join(args.run, "checkpoint.msgpack")
     if not os.path.isfile(ckpt_path):
         parser.error(f"{args.run}: no checkpoint.msgpack there (train with python -m agents.train)")
@@ -171,7 +181,7 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"{name} the run's eval.json recorded {recorded:.1f}")
     gif = None
     if not args.no_gif:
-        gif = args.gif or os.path.join(args.run, "episode.gif")
+        gif = args.gif or own_gif
         # The default GIF is skipped with a line where it cannot be drawn; an explicit one raises.
         film = film_episode if args.gif else try_film_episode
         filmed = film(

@@ -105,6 +105,11 @@ class PPOConfig(AgentConfig):
             )
         if self.network == "cnn" and self.normalize_obs:
             self.fail("normalize_obs folds into an MLP's first layer; network='cnn' takes none")
+        if self.network == "cnn" and self.rollout_backend == "fused":
+            self.fail(
+                "network='cnn' runs on the scan backend only (the fused kernel evaluates MLP "
+                "policies): rollout_backend='fused' cannot run it; use 'scan' or 'auto'"
+            )
 
 
 class PPOLearner:
@@ -261,7 +266,7 @@ class PPO(Agent, PPOLearner):
 
     def setup(self) -> None:
         self.setup_learning(
-            self.env.observation_space(self.env_params), self.action_space, self.env.id
+            self.env.observation_space(self.env.default_params), self.action_space, self.env.id
         )
 
     # ------------------------------------------------------------------------------------ state
@@ -318,8 +323,14 @@ def make_train(
     env: jaxsim.Env,
     progress: Callable[[Metrics], None] | None = None,
     mesh=None,
+    *,
+    env_params=None,
+    params_sampler=None,
 ) -> Callable[[jax.Array], tuple[RunnerState, Metrics]]:
     """train(key) -> (final RunnerState, Metrics[num_updates]); jit it, or jit(vmap(train)).
 
-    With a `mesh`, rollouts are split over its `jaxsim.ENV_AXIS` axis (see `Agent`)."""
-    return train_fn(PPO(config, env, progress=progress, mesh=mesh))
+    With a `mesh`, rollouts are split over its `jaxsim.ENV_AXIS` axis. The training rollouts
+    run on `env_params` (leaves shared or [num_envs, ...]) and draw `params_sampler`'s fields
+    every episode (see `Agent`)."""
+    agent = PPO(config, env, env_params, progress, mesh, params_sampler=params_sampler)
+    return train_fn(agent)

@@ -207,7 +207,15 @@ class SAC(OffPolicy):
 
 
 def make_train(
-    config: SACConfig, env: jaxsim.Env, progress: Callable[[Metrics], None] | None = None
+    config: SACConfig,
+    env: jaxsim.Env,
+    progress: Callable[[Metrics], None] | None = None,
+    *,
+    env_params=None,
+    params_sampler=None,
 ) -> Callable[[jax.Array], tuple[OffPolicyState, Metrics]]:
-    """train(key) -> (final OffPolicyState, Metrics[num_updates]); jit it, or jit(vmap(train))."""
-    return train_fn(SAC(config, env, progress=progress))
+    """train(key) -> (final OffPolicyState, Metrics[num_updates]); jit it, or jit(vmap(train)).
+
+    The training rollouts run on `env_params` (leaves shared or [num_envs, ...]) and draw
+    `params_sampler`'s fields every episode (see `agents.agent.Agent`)."""
+    return train_fn(SAC(config, env, env_params, progress, params_sampler=params_sampler))

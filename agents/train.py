@@ -10,10 +10,16 @@ once an independent evaluation (the final one of eval.json, >= 32 episodes) conf
 frozen there; the run ends once all are.
 The loop holds no host callback, so JAX's persistent compilation cache keeps it (on by
 default, `--compilation-cache DIR`, `--no-compilation-cache`). A checkpoint is written every
-`--checkpoint-every` updates and at the end; `--resume` continues from the last one and ends
-with exactly the parameters an uninterrupted run reaches (a replay buffer included).
+`--checkpoint-every` updates and at the end (stop checks stay every `log_every` updates, so the
+cadence changes nothing in the result); `--resume` continues from the last one and ends with
+exactly the parameters an uninterrupted run reaches (a replay buffer included): it refuses flags
+that would change the result, naming each with the run's value and the one given (`--seed` and
+`--target-return` default to the run's).
 `--devices N` splits every rollout's environments over N devices (data parallel; `--num-envs`
-a multiple of N).
+a multiple of N). `--param NAME=VALUE` fixes an environment setting (`jaxsim.make`), `--param
+NAME=LOW:HIGH` draws a params field uniformly every training episode (domain randomisation,
+`jaxsim.uniform_params`); evaluation runs on the environment's params. config.json records
+both (`env_overrides`, `uniform_params`), and `--resume` needs the same.
 Writes to `--out`: checkpoint.msgpack, config.json, metrics.csv, metrics.jsonl, curve.png,
 eval.json and episode.gif (watch it again: `python -m agents.play DIR`); an `--out` that holds
 a run is refused unless `--resume` continues it or `--overwrite` replaces it.
@@ -28,28 +34,35 @@ import sys
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
 import jaxsim
 from agents import logs, play
 from agents.algorithms import ALGORITHMS, agent_type
-from agents.checkpoint import load_checkpoint, save_checkpoint, sync_sidecar
+from agents.checkpoint import load_checkpoint, sampler_ranges, save_checkpoint, sync_sidecar
 from agents.loop import run_chunks
 from agents.presets import config_for, env_overrides_for, target_for
 from agents.train_args import (
     NO_TARGET,
+    ParamFlag,
     build_parser,
     check_flag,
     check_no_run,
     check_out,
+    check_seed_flag,
     clear_run,
     config_overrides,
+    refuse_resume,
+    resume_changes,
     setup_cache,
 )
 from jaxsim.envs import size_cpu_pool
 from jaxsim.files import finite_json, remove_stale_temporaries, write_json_atomic
+from jaxsim.memory import check_memory
 from jaxsim.profiler import check_output_dir
+from jaxsim.trajectory import OUTPUT_PRESETS
 
 
 @dataclasses.dataclass
@@ -97,6 +110,8 @@ def _prepare(parser: argparse.ArgumentParser, args: argparse.Namespace, command:
     agent_cls = agent_type(args.algorithm)
     check_flag(parser, "--seeds", args.seeds, ge=1)
     check_flag(parser, "--checkpoint-every", args.checkpoint_every, ge=0)
+    if args.seed is not None:
+        check_seed_flag(parser, args.seed)
     if args.resume and args.overwrite:
         parser.error("--resume continues the run in --out, --overwrite replaces it: pass one")
     mesh = None
@@ -120,13 +135,8 @@ def _prepare(parser: argparse.ArgumentParser, args: argparse.Namespace, command:
     if not args.quiet:
         where = cache_dir or "off"
         print(f"[{args.algorithm} {args.env}] XLA compilation cache: {where}", flush=True)
-    target = args.target_return
-    if target is None:
-        target = target_for(args.env, args.algorithm)
-    elif target == NO_TARGET:
-        target = None
     try:
-        env = jaxsim.make(args.env, **env_overrides_for(args.env))
+        env, sampler = _make_env(parser, args.env, args.params)
         config = config_for(
             args.env, args.algorithm, **config_overrides(args, agent_cls.config_type)
         )
@@ -135,9 +145,10 @@ def _prepare(parser: argparse.ArgumentParser, args: argparse.Namespace, command:
         ckpt_path = os.path.join(out, "checkpoint.msgpack")
         ckpt = None
         if args.resume:
-            ckpt = _load_for_resume(ckpt_path, args, env, config)
+            ckpt = _load_for_resume(ckpt_path, args, env, config, sampler)
         else:
             check_no_run(out, args.overwrite)
+        target = _target(args, ckpt)
         args.seed = (ckpt.meta.get("seed", 0) if ckpt else 0) if args.seed is None else args.seed
         rows = logs.read_metrics(out) if ckpt else []
         rows = [r for r in rows if ckpt and r["update"] <= ckpt.meta["update"]]
@@ -151,7 +162,8 @@ def _prepare(parser: argparse.ArgumentParser, args: argparse.Namespace, command:
         )
         # No progress callback inside the jitted loop (that would keep it out of the cache):
         # rows come from each chunk's metrics (agents.loop.run_chunks).
-        agent = agent_cls(config, env, mesh=mesh)
+        agent = agent_cls(config, env, mesh=mesh, params_sampler=sampler)
+        _check_memory(agent, args.seeds, film=not args.no_plot)
     except (ValueError, TypeError, OSError) as e:
         parser.error(str(e))
     if args.overwrite:  # every check passed: only now is the old run given up
@@ -164,8 +176,132 @@ def _prepare(parser: argparse.ArgumentParser, args: argparse.Namespace, command:
     )
 
 
-def _load_for_resume(ckpt_path: str, args: argparse.Namespace, env: jaxsim.Env, config):
-    """The checkpoint --resume continues; a ValueError if it is not a run of these flags."""
+def _make_env(
+    parser: argparse.ArgumentParser, env_id: str, flags: list[ParamFlag]
+) -> tuple[jaxsim.Env, jaxsim.UniformParams | None]:
+    """The run's environment (the preset's overrides, then the fixed `--param`s) and the
+    sampler of the `--param` ranges; parser.error (exit 2) naming the flag that is wrong."""
+    seen: dict[str, str] = {}
+    for flag in flags:
+        if flag.name in seen:
+            parser.error(
+                f"--param {flag.text}: {flag.name} is given twice (--param {seen[flag.name]})"
+            )
+        seen[flag.name] = flag.text
+    base = env_overrides_for(env_id)
+    fixed = [f for f in flags if not f.is_range]
+    try:
+        env = jaxsim.make(env_id, **{**base, **{f.name: f.value for f in fixed}})
+    except (ValueError, TypeError) as e:
+        if not fixed:
+            raise
+        jaxsim.make(env_id, **base)  # raises (and is reported) if the --env is what is wrong
+        for flag in fixed:  # else the first --param that jaxsim.make refuses, by name
+            refusal = _refusal(env_id, {**base, flag.name: flag.value})
+            if refusal:
+                parser.error(f"--param {flag.text}: {refusal}")
+        parser.error(f"--param {' --param '.join(f.text for f in fixed)}: {e}")  # together
+    ranges = {f.name: (f.low, f.high) for f in flags if f.is_range}
+    for name, bounds in ranges.items():  # each alone first, so the error names its flag
+        try:
+            jaxsim.uniform_params(env, **{name: bounds})
+        except (ValueError, TypeError) as e:
+            parser.error(f"--param {seen[name]}: {e}")
+    return env, jaxsim.uniform_params(env, **ranges) if ranges else None
+
+
+def _refusal(env_id: str, overrides: dict) -> str | None:
+    """What `jaxsim.make(env_id, **overrides)` objects to, or None."""
+    try:
+        jaxsim.make(env_id, **overrides)
+    except (ValueError, TypeError) as e:
+        return str(e)
+    return None
+
+
+def _check_memory(agent, num_seeds: int, film: bool) -> None:
+    """A ValueError naming --num-envs or --eval-envs, with how many fit, where the run's
+    rollouts would not fit in free memory: the training rollouts of every seed at once, the
+    evaluations (`agent.evaluate`, every seed at once) and the filmed one (`play.film_episode`).
+    The estimate is `jaxsim.rollout`'s own (`jaxsim.memory.check_memory`), made before any
+    work; on a mesh, per device."""
+    c, env = agent.config, agent.env
+    devices = agent.mesh.shape[jaxsim.ENV_AXIS] if agent.mesh is not None else 1
+    policy = _stand_in_policy(agent)
+    train, evaluate = (c.num_steps, agent.env_params), (agent.eval_steps, agent.eval_params)
+    evaluated = ("terminated", "truncated", "episode_return")  # what Agent.evaluate keeps
+    # (flag, its value, seeds at once, (steps, params), outputs kept)
+    rollouts = [
+        ("--num-envs", c.num_envs, num_seeds, train, OUTPUT_PRESETS["all"]),
+        ("--eval-envs", c.eval_envs, num_seeds, evaluate, evaluated),
+    ]
+    if film:
+        rollouts.append(("--eval-envs", c.eval_envs, 1, evaluate, OUTPUT_PRESETS["all"]))
+    for flag, asked, seeds, (steps, params), outputs in rollouts:
+        training = flag == "--num-envs"
+
+        def fits(n: int, seeds=seeds, steps=steps, params=params, outputs=outputs, given=training):
+            envs = max(1, n * seeds // devices)
+            try:
+                check_memory(env, policy, jax.random.key(0), steps, envs, outputs, params, given)
+            except MemoryError:
+                return False
+            return True
+
+        if fits(asked):
+            continue
+        low, high = 0, asked  # fits(low) (or low is 0), not fits(high)
+        while high - low > 1:
+            mid = (low + high) // 2
+            low, high = (mid, high) if fits(mid) else (low, mid)
+        platform = jax.devices()[0].platform
+        if not low and not training:  # the time limit is what does not fit
+            raise ValueError(
+                f"{env.id}'s time limit, {steps} steps (evaluation runs every episode to its "
+                f"end): an evaluation rollout of even one environment does not fit in the memory "
+                f"{platform} has free; pass --param max_episode_steps=N"
+            )
+        length = f"--num-steps {steps}" if training else f"{env.id}'s longest episode, {steps}"
+        fit = f"at most {low} fit ({flag} {low} or less)" if low else "fewer --num-steps"
+        raise ValueError(
+            f"{flag} {asked}: the {'training' if training else 'evaluation'} rollouts "
+            f"({length} steps of {asked} environments, x {seeds} seed(s) at once"
+            f"{', split over the devices' if devices > 1 else ''}) do not fit in the memory "
+            f"{platform} has free: {fit}"
+        )
+
+
+def _stand_in_policy(agent):
+    """A policy with the agent's acting policy's outputs (action and extras, their shapes and
+    dtypes), traced at once for any batch: what the memory estimate looks at."""
+    space = agent.env.observation_space(agent.env.default_params)
+    obs = jax.ShapeDtypeStruct((1, *space.shape), space.dtype)
+    out = jax.eval_shape(lambda k, o: agent.policy(agent.init(k))(k, o), jax.random.key(0), obs)
+
+    def policy(key, obs):
+        def batch(x):
+            return jnp.zeros((obs.shape[0], *x.shape[1:]), x.dtype)
+
+        return jax.tree.map(batch, out)
+
+    return policy
+
+
+def _target(args: argparse.Namespace, ckpt) -> float | None:
+    """The run's target return: --target-return, else the resumed run's, else the preset's."""
+    if args.target_return == NO_TARGET:
+        return None
+    if args.target_return is not None:
+        return args.target_return
+    if ckpt is not None and "target_return" in ckpt.meta:
+        return ckpt.meta["target_return"]
+    return target_for(args.env, args.algorithm)
+
+
+def _load_for_resume(ckpt_path: str, args: argparse.Namespace, env: jaxsim.Env, config, sampler):
+    """The checkpoint --resume continues; a ValueError naming every flag that would change its
+    result (each with the run's value and the one given) if it is not a run of these flags.
+    --seed and --target-return default to the run's; --checkpoint-every changes nothing."""
     if not os.path.exists(ckpt_path):
         raise ValueError(f"--resume: no checkpoint at {ckpt_path}")
     ckpt = load_checkpoint(ckpt_path)
@@ -175,17 +311,27 @@ def _load_for_resume(ckpt_path: str, args: argparse.Namespace, env: jaxsim.Env, 
             f"{args.algorithm}; pass the same algorithm, or a new --out"
         )
     _check_same_env(ckpt_path, ckpt.env, env)
-    if ckpt.config != config or ckpt.meta["num_seeds"] != args.seeds:
-        raise ValueError(
-            f"--resume: {ckpt_path} was written with --seeds {ckpt.meta['num_seeds']} and "
-            f"config {ckpt.config}; pass the same flags to resume it"
+    changes = []
+    ranges, asked_ranges = ckpt.meta.get("uniform_params"), sampler_ranges(sampler)
+    if ranges != asked_ranges:
+        changes.append(
+            f"the --param ranges {_ranges_text(ranges)}, not {_ranges_text(asked_ranges)}"
         )
+    saved = {"seeds": ckpt.meta["num_seeds"], **ckpt.config.to_dict()}
+    asked = {"seeds": args.seeds, **config.to_dict()}
+    if "devices" in ckpt.meta:  # a mesh changes float rounding
+        saved["devices"], asked["devices"] = ckpt.meta["devices"], args.devices
+    if args.target_return is not None and "target_return" in ckpt.meta:
+        target = ckpt.meta["target_return"]
+        saved["target_return"] = NO_TARGET if target is None else target
+        asked["target_return"] = args.target_return
+    changes += resume_changes(saved, asked)
     saved_seed = ckpt.meta.get("seed", 0)  # runs before the seed was recorded used 0
     if args.seed is not None and args.seed != saved_seed:
-        raise ValueError(
-            f"--resume: {ckpt_path} was trained with --seed {saved_seed}, not --seed "
-            f"{args.seed}; pass --seed {saved_seed} (or no --seed) to resume it, or a new --out"
+        changes.append(
+            f"--seed {saved_seed}, not --seed {args.seed} (pass --seed {saved_seed}, or no --seed)"
         )
+    refuse_resume(ckpt_path, changes)
     return ckpt
 
 
@@ -216,20 +362,22 @@ def _train(run: _Run) -> tuple[Any, list[int | None]]:
             "seed": args.seed,
             "target_return": run.target,
             "solved_update": solved,
+            "devices": args.devices,
         }
-        save_checkpoint(run.ckpt_path, runner, config, run.env, args.seeds, extra)
+        sampler = run.agent.params_sampler
+        save_checkpoint(run.ckpt_path, runner, config, run.env, args.seeds, extra, sampler)
 
     def on_chunk(report) -> None:
-        solved_now = sum(u is not None for u in report.solved_update)
-        steps = report.done * config.steps_per_update
-        progress.report_chunk(
-            report.done,
-            steps,
-            report.metrics,
-            report.eval_returns,
-            solved_now,
-            confirm_returns=report.confirm_returns,
-        )
+        # Rows every log_every updates and at the end, whatever the checkpoints cut chunks at.
+        if report.done % config.log_every == 0 or report.done == config.num_updates:
+            progress.report_chunk(
+                report.done,
+                report.done * config.steps_per_update,
+                report.metrics,
+                report.eval_returns,
+                sum(u is not None for u in report.solved_update),
+                confirm_returns=report.confirm_returns,
+            )
         if args.checkpoint_every and report.done % args.checkpoint_every == 0:
             save(report.runner, report.solved_update)
 
@@ -302,7 +450,9 @@ def _finish(run: _Run, runner, solved: list[int | None]) -> dict:
     profile_report = None
     if args.profile is not None:
         # A copy of the agent without the progress callback: profiling adds no metrics rows.
-        run_one = run.agent_cls(config, run.env, mesh=run.mesh).jit_run(1)
+        sampler = run.agent.params_sampler
+        agent = run.agent_cls(config, run.env, mesh=run.mesh, params_sampler=sampler)
+        run_one = agent.jit_run(1)
         profile_report = jaxsim.profile(
             lambda: run_one(runner), out_dir=args.profile, name=f"{args.algorithm}_{args.env}"
         )
@@ -338,8 +488,14 @@ def _check_same_env(path: str, saved: jaxsim.Env, asked: jaxsim.Env) -> None:
     ]
     raise ValueError(
         f"--resume: {path} was trained on {saved!r}, not {asked!r} ({'; '.join(diffs)}); pass "
-        "the same --env, or a new --out"
+        "the same --env and --param NAME=VALUE flags, or a new --out"
     )
+
+
+def _ranges_text(ranges: dict | None) -> str:
+    if not ranges:
+        return "(none)"
+    return " ".join(f"{name}={low}:{high}" for name, (low, high) in ranges.items())
 
 
 def _command(argv: list[str] | None) -> str:

@@ -26,6 +26,56 @@ def _int_tuple(text: str) -> tuple[int, ...]:
         ) from None
 
 
+@dataclasses.dataclass(frozen=True)
+class ParamFlag:
+    """One `--param`: NAME=VALUE (`value`, fixed, a `jaxsim.make` override) or NAME=LOW:HIGH
+    (`low`, `high`: a uniform range, drawn every episode by `jaxsim.uniform_params`)."""
+
+    text: str  # as given, for messages
+    name: str
+    value: int | float | bool | None = None
+    low: int | float | None = None
+    high: int | float | None = None
+
+    @property
+    def is_range(self) -> bool:
+        return self.low is not None
+
+
+def _number(text: str, booleans: bool = False) -> int | float | bool:
+    word = text.strip().lower()
+    if booleans and word in ("true", "false"):
+        return word == "true"
+    for kind in (int, float):
+        try:
+            return kind(word)
+        except ValueError:
+            pass
+    raise ValueError(text)
+
+
+def param_flag(text: str) -> ParamFlag:
+    """Parses `--param NAME=VALUE` or `--param NAME=LOW:HIGH` (names and values are checked
+    against the environment's declarations later, by `jaxsim.make` and `jaxsim.uniform_params`)."""
+    name, sep, rest = text.partition("=")
+    name = name.strip()
+    if not sep or not name.isidentifier() or not rest.strip():
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=VALUE or NAME=LOW:HIGH (e.g. gravity=9.0, masspole=0.05:0.5), got "
+            f"{text!r}"
+        )
+    try:
+        if ":" in rest:
+            low, high = rest.split(":", 1)
+            return ParamFlag(text, name, low=_number(low), high=_number(high))
+        return ParamFlag(text, name, value=_number(rest, booleans=True))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: {str(e)!r} is not a number (VALUE: a number, true or false; LOW:HIGH: "
+            "two numbers)"
+        ) from None
+
+
 RUN_FILES = (
     "checkpoint.msgpack",
     "config.json",
@@ -63,6 +113,18 @@ def build_parser(algorithm: str = "ppo") -> argparse.ArgumentParser:
     )
     parser.add_argument("algorithm", choices=ALGORITHMS)
     parser.add_argument("--env", default="CartPole-v1", help="a jaxsim environment id")
+    parser.add_argument(
+        "--param",
+        dest="params",
+        metavar="NAME=VALUE|NAME=LOW:HIGH",
+        type=param_flag,
+        action="append",
+        default=[],
+        help="repeatable; NAME=VALUE fixes an environment setting (a params field, or static "
+        "config) for the whole run, passed to jaxsim.make; NAME=LOW:HIGH draws params field "
+        "NAME uniformly in [LOW, HIGH) every training episode (jaxsim.uniform_params; ints: "
+        "LOW..HIGH inclusive). Evaluation runs on the environment's params without the ranges",
+    )
     parser.add_argument("--seeds", type=int, default=1, help="seeds trained at once (vmap)")
     parser.add_argument(
         "--seed", type=int, default=None, help="base PRNG seed (default 0; --resume: the run's)"
@@ -77,7 +139,8 @@ def build_parser(algorithm: str = "ppo") -> argparse.ArgumentParser:
         "--checkpoint-every",
         type=int,
         default=0,
-        help="updates between checkpoints (0: only at the end)",
+        help="updates between checkpoints (0: only at the end); changes nothing in the result "
+        "(stop checks stay every log_every updates)",
     )
     parser.add_argument(
         "--resume", action="store_true", help="continue from <out>/checkpoint.msgpack"
@@ -101,7 +164,8 @@ def build_parser(algorithm: str = "ppo") -> argparse.ArgumentParser:
         help="stop a seed once its deterministic evaluation (eval_envs episodes, checked every "
         "log_every updates) and an independent one confirming it (>= 32 episodes, the final "
         "evaluation's) reach this mean return, and the run once every seed has; 'none' trains "
-        "the whole budget (default: the preset's target, agents.presets.TARGETS)",
+        "the whole budget (default: the preset's target, agents.presets.TARGETS; with --resume, "
+        "the run's)",
     )
     parser.add_argument(
         "--compilation-cache",
@@ -180,6 +244,74 @@ def check_no_run(out: str, overwrite: bool) -> None:
         )
 
 
+def flag_text(name: str, value) -> str:
+    """How the flag of `name` (a config field or a command's dest: `num_envs` -> `--num-envs`)
+    reads with `value` on a command line: `--num-envs 8`, `--hidden 64,64`, `--no-anneal-lr`,
+    `no --devices` (None)."""
+    flag = "--" + name.replace("_", "-")
+    if value is None:
+        return f"no {flag}"
+    if isinstance(value, bool):
+        return flag if value else f"--no-{flag[2:]}"
+    if isinstance(value, list | tuple):
+        return f"{flag} {','.join(str(v) for v in value)}"
+    return f"{flag} {value}"
+
+
+def resume_changes(saved: dict, asked: dict) -> list[str]:
+    """What a `--resume` would change, one "--flag saved, not --flag asked" for each name of
+    `asked` whose value differs from `saved`'s (names `saved` lacks, written by older versions,
+    are not compared). Keys are config fields or flag dests (`num_envs`, `seeds`)."""
+    return [
+        f"{flag_text(k, saved[k])}, not {flag_text(k, v)}"
+        for k, v in asked.items()
+        if k in saved and saved[k] != v
+    ]
+
+
+def refuse_resume(path: str, changes: list[str]) -> None:
+    """The ValueError of a `--resume` whose flags change the run in `path` (see
+    `resume_changes`); nothing if `changes` is empty."""
+    if changes:
+        raise ValueError(
+            f"--resume: {path} was trained with {'; '.join(changes)}; pass the run's flags to "
+            "resume it, or a new --out"
+        )
+
+
+def check_output_file(flag: str, path: str, run: str, own: str) -> None:
+    """A ValueError naming `flag` and the file unless a command may write `path`: a file, never
+    a folder, in a folder that exists, and never a file of a run (any file of the run folder
+    `run` but the one the command writes there by default, `own`, or one of `RUN_FILES` in a
+    folder that holds a run). Checked before any work."""
+    if os.path.isdir(path):
+        raise ValueError(f"{flag} {path}: is a folder; name the file to write in it")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValueError(f"{flag} {path}: no folder {folder} to write it in")
+    target = os.path.realpath(path)
+    if target == os.path.realpath(own):
+        return
+    hint = f"name a new file (default: {own})"
+    if os.path.exists(path) and os.path.isdir(run):
+        for name in sorted(os.listdir(run)):
+            mine = os.path.join(run, name)
+            if os.path.isfile(mine) and os.path.samefile(mine, path):
+                raise ValueError(
+                    f"{flag} {path}: refused, it would write over {mine}, a file of the run "
+                    f"{run}; {hint}"
+                )
+    if os.path.basename(target) in RUN_FILES and _holds_run(os.path.dirname(target)):
+        raise ValueError(
+            f"{flag} {path}: refused, it would write over {os.path.basename(target)} of the run "
+            f"in {os.path.dirname(target)}; {hint}"
+        )
+
+
+def _holds_run(folder: str) -> bool:
+    return any(os.path.exists(os.path.join(folder, name)) for name in RUN_FILES)
+
+
 def clear_run(out: str) -> None:
     """Removes a run's files from `out` (--overwrite, once every check has passed)."""
     for name in RUN_FILES:
@@ -194,6 +326,19 @@ def check_flag(parser: argparse.ArgumentParser, flag: str, value, kind: type = i
         check_value(parser.prog, flag, value, kind, **declared)
     except ValueError as e:  # parser.error names the program already
         parser.error(str(e).removeprefix(f"{parser.prog}: "))
+
+
+SEED_MAX = 2**63 - 1
+"""The largest seed: `jax.random.key` takes a signed 64-bit integer."""
+
+
+def check_seed_flag(
+    parser: argparse.ArgumentParser, seed: int, low: int = -SEED_MAX - 1, high: int = SEED_MAX
+) -> None:
+    """parser.error (exit 2) naming --seed unless low <= seed <= high (default: a 64-bit seed,
+    what `jax.random.key` takes)."""
+    if not low <= seed <= high:
+        parser.error(f"--seed must be an integer >= {low} and <= {high}, got {seed}")
 
 
 def setup_cache(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:

@@ -22,10 +22,10 @@ both sides' default). jaxsim's side is `jaxsim/CartPole-v1`, Gymnasium's is `Car
 (`gymnasium.envs.classic_control.cartpole.CartPoleVectorEnv`).
 
 JAX's CPU client runs computations asynchronously unless `jax_cpu_enable_async_dispatch` is off,
-a process-wide flag read once, when the CPU backend starts; importing `jaxsim.gymnasium` turns
-it off if JAX has not started yet. Each configuration is therefore measured in its own child
-process: "sync" as the import leaves it, "async" turned back on after the import (the way out
-the front documents), "sync-1core", "sync" with the process pinned to one core (XLA splits
+a process-wide flag read once, when the CPU backend starts; the front turns it off only when
+asked (`jaxsim.gymnasium.cpu_dispatch(sync=True)`, before JAX starts). Each configuration is
+therefore measured in its own child process: "sync", the front's opt-in, "async", JAX's
+default, "sync-1core", "sync" with the process pinned to one core (XLA splits
 its larger loops across the CPU's threads; on cores other processes keep busy, the hand-offs
 cost more than the split saves), and "sync-1thread", "sync" on every core with XLA's CPU pool
 sized to one thread by the opt-in `jaxsim.cpu_threads.set_cpu_threads(1)`. Both sides run in
@@ -123,8 +123,9 @@ def measure_single(env_id: str, steps: int, repeats: int) -> dict:
 def run_single_child(steps: int, repeats: int) -> dict:
     import jax
 
-    import jaxsim.gymnasium  # turns asynchronous CPU dispatch off: JAX has not started yet
+    import jaxsim.gymnasium
 
+    jaxsim.gymnasium.cpu_dispatch(sync=True)  # the front's opt-in: JAX has not started yet
     return {
         "async_dispatch": bool(jax.config.read("jax_cpu_enable_async_dispatch")),
         "cores": sorted(os.sched_getaffinity(0)),
@@ -187,10 +188,9 @@ def run_child(config: str, num_envs: list[int], repeats: int, min_time: float, q
     import gymnasium as gym
     import jax
 
-    import jaxsim.gymnasium  # turns asynchronous CPU dispatch off: JAX has not started yet
+    import jaxsim.gymnasium
 
-    if dispatch == "async":
-        jax.config.update("jax_cpu_enable_async_dispatch", True)
+    jaxsim.gymnasium.cpu_dispatch(sync=dispatch != "async")  # before JAX's first computation
     from benchmarks.rollout_throughput.baseline_runners import bench_gymnasium_vector
     from benchmarks.rollout_throughput.config import Config
 

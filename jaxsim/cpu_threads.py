@@ -17,8 +17,8 @@ other core idle); no per-program compile option removes the split.
 every other XLA CPU computation in the process (a rollout, a training update) then runs on one
 thread too. jaxsim never makes it on its own (the guard below only ever adds threads).
 
-Asynchronous dispatch is the other setting: importing `jaxsim.gymnasium` turns it off when JAX has
-not started yet (`turn_off_async_dispatch`), and `cpu_dispatch()` says what was decided and why.
+Asynchronous dispatch is the other process-wide setting: jaxsim changes it only when asked
+(`jaxsim.gymnasium.cpu_dispatch(sync=True)`, before JAX's first computation).
 
 A pool too small is also a correctness problem. jaxlib's batched LAPACK kernels (Cholesky
 factorisations, triangular solves) split their batch over the same pool and block a pool thread
@@ -32,17 +32,12 @@ benchmark) calls before JAX starts, through `jaxsim.envs.size_cpu_pool(env_id)`.
 from __future__ import annotations
 
 import os
-from typing import Any
-
-import jax
 
 __all__ = [
     "LAPACK_SAFE_THREADS",
-    "cpu_dispatch",
     "cpu_pool_size",
     "ensure_cpu_threads",
     "set_cpu_threads",
-    "turn_off_async_dispatch",
 ]
 
 _VARIABLE = "NPROC"  # read by XLA's DefaultThreadPoolSize when the CPU client starts
@@ -138,41 +133,3 @@ def ensure_cpu_threads(minimum: int, reason: str) -> str | None:
     os.environ[_VARIABLE] = str(minimum)
     sized = f"XLA's CPU pool sized to {minimum} threads ({_VARIABLE}={minimum}, not {size})"
     return f"{sized}: {reason}"
-
-
-# ------------------------------------------------------------------ asynchronous dispatch (fronts)
-_TURNED_OFF = "turned off by importing jaxsim.gymnasium"
-_dispatch_reason = "not decided: jaxsim.gymnasium was not imported"
-
-
-def turn_off_async_dispatch() -> None:
-    """Turns JAX's asynchronous CPU dispatch off if JAX has not started its backends yet; called
-    once, when `jaxsim.gymnasium` is imported.
-
-    `jax_cpu_enable_async_dispatch` is process-wide and read once, when the CPU client starts
-    (JAX's first computation), so the front sets it on import or never; `cpu_dispatch()`
-    reports why the flag has its value.
-    """
-    global _dispatch_reason
-    if not jax.config.read("jax_cpu_enable_async_dispatch"):
-        _dispatch_reason = "off before jaxsim.gymnasium was imported"
-    elif _backends_started():
-        _dispatch_reason = "left on: JAX had started before jaxsim.gymnasium was imported"
-    else:
-        jax.config.update("jax_cpu_enable_async_dispatch", False)
-        _dispatch_reason = _TURNED_OFF
-
-
-def cpu_dispatch() -> dict[str, Any]:
-    """Whether JAX dispatches CPU computations asynchronously in this process, and why.
-
-    Returns:
-      {"async": bool, "reason": str}. The Gymnasium fronts step one small program per call and
-      read its result at once, so asynchronous dispatch only adds a thread hand-off per step;
-      see `python -m benchmarks.gymnasium_front`.
-    """
-    on = bool(jax.config.read("jax_cpu_enable_async_dispatch"))
-    reason = _dispatch_reason
-    if on and reason == _TURNED_OFF:
-        reason = "turned on again after jaxsim.gymnasium was imported"
-    return {"async": on, "reason": reason}

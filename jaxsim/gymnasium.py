@@ -23,16 +23,14 @@ and `make_vec(id, num_envs)` register and make in one call; they take either spe
     venv = jaxsim.gymnasium.make_vec("gymnax/Breakout-MinAtar", num_envs=64)
     env = gymnasium.make(jaxsim.gymnasium.register("brax/ant"))  # after registering, plain ids
 
-CPU dispatch: importing this module turns JAX's asynchronous CPU dispatch off
-(`jax_cpu_enable_async_dispatch=False`) if JAX has not started its backends yet. The flag is
-process-wide and read once, when the CPU client starts. A Gymnasium step runs one small program
-and reads its result at once, so asynchronous dispatch buys no overlap and costs a thread
-hand-off per step (`python -m benchmarks.gymnasium_front` measures both modes). It changes no
-result, and only the CPU client: other jitted code still runs, but the Python thread waits for
-each CPU computation instead of queueing the next. `cpu_dispatch()` says what was decided and
-why. To keep asynchronous dispatch, call `jax.config.update("jax_cpu_enable_async_dispatch",
-True)` after importing this module and before JAX's first computation, or run any JAX
-computation before importing it (then it is left alone).
+CPU dispatch: importing this module changes no JAX setting. A Gymnasium step runs one small
+program and reads its result at once, so JAX's asynchronous CPU dispatch buys it no overlap and
+costs a thread hand-off per step (`python -m benchmarks.gymnasium_front` measures both modes);
+the opt-in `cpu_dispatch(sync=True)`, called before JAX's first computation, turns it off. The
+flag (`jax_cpu_enable_async_dispatch`) is process-wide and read once, when JAX's CPU client
+starts, so it cannot be scoped to the front's own calls: every other CPU computation in the
+process then runs synchronously too (no result changes; the Python thread waits for each
+computation instead of queueing the next). `cpu_dispatch()` says what is in force and why.
 
 CPU threads: `set_cpu_threads(1)` (from `jaxsim.cpu_threads`, opt-in, process-wide, before JAX's
 first computation) runs XLA's CPU programs on one thread, which spares each vector step its
@@ -63,7 +61,7 @@ import numpy as np
 from gymnasium.envs.registration import ENV_ID_RE
 
 from jaxsim import envs, gymnasium_step
-from jaxsim.cpu_threads import cpu_dispatch, set_cpu_threads, turn_off_async_dispatch
+from jaxsim.cpu_threads import _backends_started, set_cpu_threads
 from jaxsim.gymnasium_vector import (
     NAMESPACE,
     JaxsimVectorEnv,
@@ -92,7 +90,47 @@ __all__ = [
 ]
 
 
-turn_off_async_dispatch()  # on import, or never: see jaxsim.cpu_threads
+# ------------------------------------------------------------------------------------ CPU dispatch
+_ASYNC_FLAG = "jax_cpu_enable_async_dispatch"
+_dispatch_set: dict[str, Any] = {}  # what cpu_dispatch(sync=...) set: {"async", "reason"}
+
+
+def cpu_dispatch(sync: bool | None = None) -> dict[str, Any]:
+    """Whether JAX dispatches CPU computations asynchronously in this process, and why; with
+    `sync`, sets it first (opt-in: importing this module changes nothing).
+
+    A Gymnasium step runs one small program and reads its result at once, so asynchronous
+    dispatch only adds a thread hand-off per step (`python -m benchmarks.gymnasium_front`).
+    The flag is process-wide: `sync=True` makes every CPU computation of the process wait for
+    its result (the same results, no queueing), not only the front's.
+
+    Args:
+      sync: True turns asynchronous CPU dispatch off, False turns it on, None (the default)
+        only reports. JAX reads the flag once, when its CPU client starts (the first
+        computation): a change asked for after that is a RuntimeError.
+
+    Returns:
+      {"async": bool, "reason": str}.
+    """
+    if sync not in (None, True, False):
+        raise TypeError(f"cpu_dispatch: sync must be True, False or None, got {sync!r}")
+    on = bool(jax.config.read(_ASYNC_FLAG))
+    if sync is not None:
+        if on == sync and _backends_started():
+            raise RuntimeError(
+                f"cpu_dispatch(sync={sync}): JAX has started its CPU client, which read "
+                f"{_ASYNC_FLAG}={on} once; call it before JAX's first computation"
+            )
+        jax.config.update(_ASYNC_FLAG, not sync)
+        on = not sync
+        _dispatch_set.update({"async": on, "reason": f"set by cpu_dispatch(sync={sync})"})
+    if not _dispatch_set:
+        reason = "JAX's setting: jaxsim.gymnasium changes it only through cpu_dispatch(sync=...)"
+    elif _dispatch_set["async"] != on:
+        reason = f"changed with jax.config.update after {_dispatch_set['reason']}"
+    else:
+        reason = _dispatch_set["reason"]
+    return {"async": on, "reason": reason}
 
 
 # ------------------------------------------------------------------------------------- single env

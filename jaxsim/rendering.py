@@ -123,6 +123,33 @@ def _check_finite(env, tree, what: str) -> None:
             )
 
 
+def _check_one_state(env, state, what: str) -> None:
+    """`env.check_state`, whose advice for a batch (vmap the step) does not fit drawing: a
+    picture shows one environment, so a batch of states is refused with how to pick one."""
+    try:
+        env.check_state(state)
+    except ValueError:
+        batch = _batch_size(env, state)
+        if batch is None:
+            raise
+        raise ValueError(
+            f"render: {env.id} {what} is a batch of {batch} environments' states (every leaf "
+            f"has a leading [{batch}] axis); a picture shows one environment: pick one, e.g. "
+            f"jax.tree.map(lambda x: x[i], {what}) for environment i (render_gif draws a "
+            "rollout's with env_index=)"
+        ) from None
+
+
+def _batch_size(env, state) -> int | None:
+    """B if every leaf of `state` is one environment's with a leading [B] axis, else None."""
+    one = [leaf.shape for leaf in jax.tree.leaves(env.state_template())]
+    given = [np.shape(leaf) for leaf in jax.tree.leaves(state)]
+    if len(one) != len(given) or not given:
+        return None
+    sizes = {g[0] if g and g[1:] == o else None for g, o in zip(given, one, strict=True)}
+    return sizes.pop() if len(sizes) == 1 and None not in sizes else None
+
+
 def _scalars(tree):
     return jax.tree.map(lambda leaf: leaf.item() if np.ndim(leaf) == 0 else leaf, tree)
 
@@ -143,7 +170,7 @@ def render_frame(env, state, params=None, what: str = "state") -> np.ndarray:
     _require_drawable(env)
     params = env.default_params if params is None else params
     state, params = _host(state, what), _host(params, "params")
-    env.check_state(state)
+    _check_one_state(env, state, what)
     env.check_params(params)
     for name, shape in env.param_shapes().items():
         if np.shape(getattr(params, name)) != shape:

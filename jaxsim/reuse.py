@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import threading
 import warnings
+import weakref
 
 import jax
 
@@ -61,15 +63,17 @@ def check_out(env: Env, out, n: int, num_envs: int, outputs, backend: str, auto:
         paths = jax.tree_util.tree_flatten_with_path(getattr(out, name))[0]
         for path, leaf in paths:
             where = f"out.{name}{jax.tree_util.keystr(path)}"
+            if isinstance(leaf, DonatedBuffer) or (
+                isinstance(leaf, jax.Array) and leaf.is_deleted()
+            ):
+                raise ValueError(
+                    f"rollout: {where} was deleted (already donated to a later rollout): pass "
+                    f"the newest trajectory as out="
+                )
             if isinstance(leaf, jax.core.Tracer) or not isinstance(leaf, jax.Array):
                 raise TypeError(
                     f"rollout: {where} must be a concrete jax.Array to donate (out= does not "
                     f"apply under jit or to numpy arrays), got {type(leaf).__name__}"
-                )
-            if leaf.is_deleted():
-                raise ValueError(
-                    f"rollout: {where} was deleted (already donated to a later rollout): pass "
-                    f"the newest trajectory as out="
                 )
             if leaf.shape[:2] != (n, num_envs):
                 raise ValueError(
@@ -79,7 +83,65 @@ def check_out(env: Env, out, n: int, num_envs: int, outputs, backend: str, auto:
             if id(leaf) in seen:
                 raise ValueError(f"rollout: {where} is the same array as {seen[id(leaf)]}")
             seen[id(leaf)] = where
+    _donor.pending = (weakref.ref(out), kept)  # marked by `donating` once the call donated
     return tuple(getattr(out, name) for name in kept)
+
+
+# ------------------------------------------------------------------------ a donated trajectory
+class DonatedBuffer:
+    """What a `Trajectory` holds, after `rollout(..., out=traj)`, in place of each per-step
+    buffer that rollout donated: any use raises a RuntimeError that says so (JAX's own error
+    for the deleted array, "Array has been deleted", names nothing). Its repr does not raise."""
+
+    __slots__ = ("dtype", "shape", "where")
+
+    def __init__(self, where: str, shape: tuple[int, ...], dtype):
+        self.where, self.shape, self.dtype = where, shape, dtype
+
+    def _donated(self, *args, **kwargs):
+        raise RuntimeError(
+            f"{self.where} ({self.dtype}{list(self.shape)}) was donated by rollout(..., out=): "
+            "the later rollout wrote its own values into this buffer and the array was deleted; "
+            "use the trajectory that rollout returned (or copy what you need first, e.g. "
+            "np.array(traj.obs), before passing traj as out=)"
+        )
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):  # protocol probes (hasattr) get the usual answer
+            raise AttributeError(name)
+        self._donated()
+
+    def __repr__(self) -> str:
+        return f"<{self.where}: donated by rollout(out=)>"
+
+
+for _op in (
+    "array jax_array getitem iter len bool float int index neg pos abs invert lt le gt ge add "
+    "radd sub rsub mul rmul truediv rtruediv floordiv rfloordiv mod rmod pow rpow matmul "
+    "rmatmul and rand or ror xor rxor lshift rshift"
+).split():
+    setattr(DonatedBuffer, f"__{_op}__", DonatedBuffer._donated)
+
+_donor = threading.local()  # .pending: (weakref to the out= Trajectory, its donated fields)
+
+
+def _mark_donated() -> None:
+    """In the `Trajectory` passed as out=, each buffer the call donated (now deleted) becomes
+    a `DonatedBuffer` naming out=; the trajectory is frozen, but its arrays are gone anyway."""
+    pending, _donor.pending = getattr(_donor, "pending", None), None
+    traj = pending[0]() if pending else None
+    if traj is None:
+        return
+    for name in pending[1]:
+
+        def stand_in(path, x, name=name):
+            if isinstance(x, jax.Array) and x.is_deleted():
+                where = f"Trajectory.{name}{jax.tree_util.keystr(path)}"
+                return DonatedBuffer(where, x.shape, x.dtype)
+            return x
+
+        fields = jax.tree_util.tree_map_with_path(stand_in, getattr(traj, name))
+        object.__setattr__(traj, name, fields)
 
 
 def check_into(into, expected, owner: str = "rollout: out") -> None:
@@ -114,10 +176,13 @@ def donating(jitted):
         with warnings.catch_warnings():
             warnings.filterwarnings("error", message="Some donated buffers were not usable")
             try:
-                return jitted(*args)
+                result = jitted(*args)
             except UserWarning as err:
+                _donor.pending = None  # nothing was donated
                 raise ValueError(
                     f"rollout: out= could not be reused: {str(err).splitlines()[0]}"
                 ) from None
+        _mark_donated()
+        return result
 
     return run

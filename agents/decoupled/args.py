@@ -38,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--env", required=True, help="gymnasium/<id> (original MinAtar too), envpool/<task>"
     )
-    p.add_argument("--seed", type=int, default=0, help="PRNG seed (network, actions, pools)")
+    p.add_argument(
+        "--seed", type=int, default=0, help="PRNG seed (network, actions, pools), 0 to 2**63-1"
+    )
     p.add_argument(
         "--seeds", type=int, default=1, help="seeds --seed, --seed+1, ... one after another"
     )
@@ -66,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop once a stop check (eval_envs deterministic episodes every log_every updates) "
         f"and an independent evaluation confirming it (>= {MIN_EPISODES} episodes, the final "
         "evaluation's) reach this mean return; 'none' trains the whole budget (default: the "
-        "task's preset target, agents.presets.TARGETS)",
+        "task's preset target, agents.presets.TARGETS; with --resume, the run's)",
     )
     p.add_argument(
         "--compilation-cache",

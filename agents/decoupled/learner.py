@@ -147,19 +147,39 @@ def save_state(path: str, state: LearnerState, meta: dict[str, Any]) -> None:
     write_json_atomic(sidecar, finite_json(meta))
 
 
-def load_state(path: str, learner: HostPPO) -> tuple[LearnerState, dict[str, Any]]:
-    """(state, meta) from `save_state`'s file; a ValueError naming the file if it is not one."""
+def _read(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     try:
         with open(path, "rb") as f:
             payload = serialization.msgpack_restore(f.read())
         meta = json.loads(payload["meta"])
-    except Exception as e:
-        raise ValueError(f"{path}: corrupt checkpoint ({type(e).__name__}: {e})") from None
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"{path}: format {meta.get('format')!r}, this reads {FORMAT}")
+        state = payload["state"]
+    except Exception as e:  # msgpack's, JSON's and layout errors all mean the same here
+        raise ValueError(
+            f"{path}: corrupt checkpoint, it could not be decoded ({type(e).__name__}: {e}); "
+            "delete it to train from scratch, or restore it from a copy"
+        ) from None
+    found = meta.get("format") if isinstance(meta, dict) else meta
+    if found != FORMAT:
+        raise ValueError(
+            f"{path}: not a decoupled checkpoint (format {found!r}; this reads {FORMAT})"
+        )
+    return meta, state
+
+
+def read_meta(path: str) -> dict[str, Any]:
+    """The metadata of `save_state`'s file; a ValueError naming the file if it is not one."""
+    return _read(path)[0]
+
+
+def load_state(path: str, learner: HostPPO) -> tuple[LearnerState, dict[str, Any]]:
+    """(state, meta) from `save_state`'s file; a ValueError naming the file if it is not one."""
+    meta, state = _read(path)
     template = learner.init(jax.random.key(0))
     template = template.replace(key=jax.random.key_data(template.key))
-    restored = serialization.from_state_dict(template, payload["state"])
+    try:
+        restored = serialization.from_state_dict(template, state)
+    except Exception as e:  # flax's errors for a tree of another layout
+        raise ValueError(f"{path}: not a state of this config ({type(e).__name__}: {e})") from None
 
     def check(t, x):
         x = np.asarray(x)

@@ -13,12 +13,16 @@ config.json (the learner's state: `--resume` continues it; host environments can
 so a resumed run starts fresh episodes), metrics.csv / .jsonl, curve.png, eval.json, and with
 `--profile DIR` DIR/decoupled_profile.json (per thread: acting, waiting, learning). Ctrl-C and
 SIGTERM stop after the update in flight, write a consistent checkpoint and exit 130 / 143.
+`--resume` refuses, before any work, flags that would change the run (each named with the run's
+value and the one given, as `agents.train`'s; `--target-return` defaults to the run's), other
+`--seeds`, and a folder with no checkpoint; a run its `--time-budget` stopped trains on.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import glob
 import json
 import os
 import sys
@@ -30,7 +34,7 @@ from agents import logs
 from agents.decoupled.args import build_parser, decoupled_config, preset_id, task_target
 from agents.decoupled.evaluation import HostEvaluator, check_seed, evaluation_seed
 from agents.decoupled.host_envs import MissingDependency, make_pool
-from agents.decoupled.learner import HostPPO, load_state, save_state
+from agents.decoupled.learner import HostPPO, import_rlax, load_state, read_meta, save_state
 from agents.decoupled.run import DecoupledConfig, format_profile, run_decoupled
 from agents.loop import MIN_EPISODES, confirmed
 from agents.ppo import PPOConfig
@@ -38,11 +42,15 @@ from agents.presets import config_for
 from agents.structs import Metrics
 from agents.train_args import (
     NO_TARGET,
+    SEED_MAX,
     check_flag,
     check_no_run,
     check_out,
+    check_seed_flag,
     clear_run,
     config_overrides,
+    refuse_resume,
+    resume_changes,
     setup_cache,
 )
 from jaxsim.files import finite_json, write_json_atomic
@@ -76,6 +84,9 @@ class _Shared:
     target: float | None
 
 
+CHECKPOINT = "checkpoint.msgpack"
+
+
 def seed_folder(out: str, seeds: int, k: int) -> str:
     """Where seed number k of a run writes: `out` itself for one seed, `out/seed<k>` for more."""
     return out if seeds == 1 else os.path.join(out, f"seed{k}")
@@ -96,11 +107,13 @@ def main(argv: list[str] | None = None) -> dict:
     check_flag(parser, "--checkpoint-every", args.checkpoint_every, ge=0)
     if args.time_budget is not None:
         check_flag(parser, "--time-budget", args.time_budget, float, gt=0)
-    target = args.target_return
-    if target is None:
-        target = task_target(args.env)
-    elif target == NO_TARGET:
-        target = None
+    # Seeds --seed ... --seed + seeds - 1 key JAX (64 bits) and seed the host pools (>= 0).
+    check_seed_flag(parser, args.seed, 0, SEED_MAX - (args.seeds - 1))
+    if args.schedule == "free":  # V-trace needs rlax: said before any work
+        try:
+            import_rlax()
+        except ImportError as e:
+            parser.error(f"--schedule free: {e}")
     try:
         config = config_for(preset_id(args.env), "ppo", **config_overrides(args, PPOConfig))
         dc = decoupled_config(args)
@@ -110,13 +123,13 @@ def main(argv: list[str] | None = None) -> dict:
         if args.resume and args.overwrite:
             raise ValueError("--resume continues the run in --out, --overwrite replaces it")
         outs = [seed_folder(out, args.seeds, k) for k in range(args.seeds)]
-        if not args.resume:
+        resumed = {}
+        if args.resume:
+            resumed = _check_resume(args, config, out, outs)
+        else:
             for folder in dict.fromkeys([out, *outs]):
                 check_no_run(folder, args.overwrite)
-        elif args.seeds == 1 and not os.path.exists(os.path.join(out, "checkpoint.msgpack")):
-            raise ValueError(
-                f"--resume: no checkpoint at {os.path.join(out, 'checkpoint.msgpack')}"
-            )
+        target = _target(args, resumed)
         if args.profile is not None:
             check_out(args.profile)
         probe = make_pool(args.env, 1, args.seed)  # the spaces; fails early on a missing extra
@@ -127,7 +140,10 @@ def main(argv: list[str] | None = None) -> dict:
     cache_dir = setup_cache(parser, args)  # before the learner's first compile
     if not args.quiet:
         print(f"[ppo {args.env}] XLA compilation cache: {cache_dir or 'off'}", flush=True)
-    learner = HostPPO(config, *spaces, args.env, vtrace=args.schedule == "free")
+    try:  # the network for these spaces (a CNN needs image observations)
+        learner = HostPPO(config, *spaces, args.env, vtrace=args.schedule == "free")
+    except ValueError as e:
+        parser.error(str(e))
     if args.overwrite:  # every check passed: only now is the old run given up
         for folder in dict.fromkeys([out, *outs]):
             clear_run(folder)
@@ -149,6 +165,78 @@ def main(argv: list[str] | None = None) -> dict:
         + f"; outputs in {out}"
     )
     return {"out": out, "eval": evaluation, "seeds": summaries}
+
+
+def _target(args: argparse.Namespace, resumed: dict[str, dict]) -> float | None:
+    """--target-return, else the resumed run's, else the task's preset target."""
+    if args.target_return == NO_TARGET:
+        return None
+    if args.target_return is not None:
+        return args.target_return
+    for meta in resumed.values():
+        if "target_return" in meta:
+            return meta["target_return"]
+    return task_target(args.env)
+
+
+def _check_resume(args: argparse.Namespace, config: PPOConfig, out: str, outs: list[str]):
+    """The metadata of each seed's checkpoint --resume continues, by folder; a ValueError if
+    there is none, or naming every flag that would change the run (as `agents.train`'s)."""
+    single = os.path.join(out, CHECKPOINT)
+    paths = {folder: os.path.join(folder, CHECKPOINT) for folder in outs}
+    resumed = {f: read_meta(p) for f, p in paths.items() if os.path.exists(p)}
+    # The run's --seeds, where --out holds a run of other --seeds than asked.
+    saved_seeds = None
+    if args.seeds > 1 and os.path.exists(single):
+        saved_seeds = read_meta(single).get("seeds", 1)
+    elif args.seeds == 1 and not resumed:
+        found = sorted(glob.glob(os.path.join(out, "seed[0-9]*", CHECKPOINT)))
+        if found:
+            saved_seeds = read_meta(found[0]).get("seeds", f"{len(found)} or more")
+    if saved_seeds is not None:
+        refuse_resume(out, resume_changes({"seeds": saved_seeds}, {"seeds": args.seeds}))
+    if not resumed:
+        where = single if args.seeds == 1 else " or ".join(paths.values())
+        raise ValueError(f"--resume: no checkpoint at {where}; nothing to continue")
+    asked = {
+        "env": args.env,
+        "seeds": args.seeds,
+        "seed": args.seed,
+        "schedule": args.schedule,
+        "actors": args.actors,
+        **config.to_dict(),
+    }
+    if args.target_return is not None:
+        asked["target_return"] = args.target_return
+    for k, folder in enumerate(outs):
+        meta = resumed.get(folder)
+        if meta is None:
+            continue
+        saved = {"env": meta.get("env_id"), "seed": meta.get("seed", 0) - k, **meta["config"]}
+        saved |= {key: meta[key] for key in ("seeds", "schedule", "actors") if key in meta}
+        if "target_return" in meta:
+            saved["target_return"] = (
+                NO_TARGET if meta["target_return"] is None else meta["target_return"]
+            )
+        refuse_resume(paths[folder], resume_changes(saved, asked))
+        spent = meta.get("wall_time", 0.0)
+        if _budget_stopped(meta, config) and args.time_budget is not None:
+            if spent >= args.time_budget:
+                raise ValueError(
+                    f"--resume: {paths[folder]} stopped at its time budget after {spent:.1f} s "
+                    f"of training; --time-budget {args.time_budget:g} is spent already: pass a "
+                    "larger one, or none, to train on"
+                )
+    return resumed
+
+
+def _budget_stopped(meta: dict, config: PPOConfig) -> bool:
+    """Whether a checkpoint is of a run that `--time-budget` stopped (neither solved nor at
+    the end of its budget of steps); it resumes as an unfinished one."""
+    if "time_budget_stop" in meta:
+        return bool(meta["time_budget_stop"])
+    solved = (meta.get("solved") or {}).get("update")  # checkpoints written before the field
+    return bool(meta.get("finished")) and solved is None and meta["update"] < config.num_updates
 
 
 def _gather(run: _Shared, evaluations: list[dict]) -> dict:
@@ -180,36 +268,42 @@ def _train_seed(parser: argparse.ArgumentParser, run: _Shared, seed: int, out: s
         run.args, run.config, run.learner, run.evaluator, run.target
     )  # fmt: skip
     dc = dataclasses.replace(run.dc, seed=seed)
-    ckpt_path = os.path.join(out, "checkpoint.msgpack")
+    ckpt_path = os.path.join(out, CHECKPOINT)
     eval_path = os.path.join(out, "eval.json")
+    label = f"ppo {args.env} {dc.schedule}" + (f" seed {seed}" if args.seeds > 1 else "")
+    # The flags --resume compares (main's _check_resume, before any seed trains).
     meta = {
         "algorithm": "ppo",
         "env_id": args.env,
         "schedule": dc.schedule,
         "actors": dc.actors,
         "seed": dc.seed,
+        "seeds": args.seeds,
         "config": config.to_dict(),
         "target_return": target,
     }
     rows, wall_offset, solved = [], 0.0, {"update": None, "confirm": None, "rejected": []}
     resuming = args.resume and os.path.exists(ckpt_path)
     if resuming:
-        state, saved = load_state(ckpt_path, learner)
-        differ = [k for k in meta if saved.get(k) != meta[k]]
-        if differ:
-            parser.error(
-                f"--resume: {ckpt_path} was written with other {', '.join(differ)} "
-                f"({ {k: saved.get(k) for k in differ} }); pass the same flags, or a new --out"
-            )
-        if saved.get("finished") and os.path.exists(eval_path):  # a seed done before
-            with open(eval_path) as f:
+        try:
+            state, saved = load_state(ckpt_path, learner)
+        except ValueError as e:
+            parser.error(str(e))
+        budget_stopped = _budget_stopped(saved, config)
+        if saved.get("finished") and not budget_stopped and os.path.exists(eval_path):
+            with open(eval_path) as f:  # a seed done before: read back, not trained again
                 return {"out": out, "checkpoint": ckpt_path, "eval": json.load(f), "state": state}
+        if budget_stopped:
+            print(
+                f"[{label}] {ckpt_path}: the run stopped at its time budget after update "
+                f"{int(state.update)}; --resume trains on from there",
+                file=sys.stderr,
+            )
         rows = [r for r in logs.read_metrics(out) if r["update"] <= int(state.update)]
         wall_offset = saved.get("wall_time", 0.0)
         solved.update(saved.get("solved", {}))
     else:
         state = learner.init(jax.random.key(seed))
-    label = f"ppo {args.env} {dc.schedule}" + (f" seed {seed}" if args.seeds > 1 else "")
     progress = logs.TrainingProgress(
         1, config.num_updates, label, None if args.quiet else sys.stdout, rows, wall_offset
     )
@@ -218,9 +312,10 @@ def _train_seed(parser: argparse.ArgumentParser, run: _Shared, seed: int, out: s
     evaluated_before = evaluator.wall_s
     last = {"return": np.nan, "episodes": 0}
 
-    def save(state, finished: bool = False) -> None:
+    def save(state, finished: bool = False, time_budget_stop: bool = False) -> None:
         logs.write_metrics(out, progress.rows)
         extra = {"wall_time": progress.wall_time(), "solved": solved, "finished": finished}
+        extra["time_budget_stop"] = time_budget_stop  # then --resume trains on
         save_state(ckpt_path, state, {**meta, **extra})
 
     def stop_check(state, u: int) -> tuple[float, float | None]:
@@ -267,7 +362,9 @@ def _train_seed(parser: argparse.ArgumentParser, run: _Shared, seed: int, out: s
     skip = 2 if config.num_updates - int(state.update) > 2 else 0
     end = int(state.update) if solved["update"] is not None else config.num_updates
     result = run_decoupled(learner, dc, state, end, on_update, profile_after=skip)
-    save(result.state, finished=result.interrupted is None)
+    finished = result.interrupted is None
+    budget_stop = finished and solved["update"] is None and int(result.state.update) < end
+    save(result.state, finished=finished, time_budget_stop=budget_stop)
     if result.interrupted is not None:
         print(
             f"[{label}] {result.interrupted}: stopped after update {int(result.state.update)}; "

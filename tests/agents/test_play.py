@@ -74,3 +74,34 @@ def test_play_rejects_a_folder_without_a_run_and_a_bad_seed_index(run, tmp_path,
         "--seed-index (the run's seeds) must be an integer >= 0 and < 2, got 2"
         in capsys.readouterr().err
     )
+
+
+@pytest.mark.parametrize("name", ["checkpoint.msgpack", "eval.json", "config.json", "metrics.csv"])
+def test_a_gif_over_a_file_of_the_run_is_refused_before_work(run, capsys, monkeypatch, name):
+    out = run[0]
+    target = out / name
+    before = target.read_bytes()
+    monkeypatch.setattr(play, "evaluate", lambda *a, **k: pytest.fail("evaluated"))
+    with pytest.raises(SystemExit) as info:
+        play.main([str(out), "--gif", str(target)])
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert f"--gif {target}: refused, it would write over" in err and name in err
+    assert target.read_bytes() == before
+
+
+def test_a_gif_over_another_runs_file_or_into_a_folder_is_refused(run, tmp_path, capsys):
+    out = run[0]
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "eval.json").write_text("{}")  # a folder holding a run
+    cases = [
+        (other / "eval.json", f"would write over eval.json of the run in {other}"),
+        (tmp_path, f"--gif {tmp_path}: is a folder"),
+        (tmp_path / "none" / "x.gif", "no folder"),
+    ]
+    for gif, message in cases:
+        with pytest.raises(SystemExit) as info:
+            play.main([str(out), "--gif", str(gif), "--episodes", "1"])
+        assert info.value.code == 2 and message in capsys.readouterr().err
+    assert (other / "eval.json").read_text() == "{}"

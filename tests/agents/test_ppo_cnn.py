@@ -130,6 +130,7 @@ def test_cnn_ppo_learns_image_bandit_in_one_jit():
         (dict(network="conv"), "network"),
         (dict(network="cnn", normalize_obs=True), "normalize_obs"),
         (dict(network="cnn", conv_channels=0), "conv_channels"),
+        (dict(network="cnn", rollout_backend="fused"), "scan backend only"),
     ],
 )
 def test_invalid_cnn_config_is_rejected(kwargs, message):
@@ -140,3 +141,15 @@ def test_invalid_cnn_config_is_rejected(kwargs, message):
 def test_cnn_refuses_flat_observations():
     with pytest.raises(ValueError, match=r"CartPole-v1.*|\[H, W, C\]"):
         PPO(PPOConfig(network="cnn"), jaxsim.make("CartPole-v1"))
+
+
+def test_the_command_refuses_cnn_on_the_fused_backend_up_front(capsys, tmp_path):
+    from agents import train
+
+    argv = ["ppo", "--env", "MinAtar/Breakout-v0", "--network", "cnn", "--out", str(tmp_path)]
+    with pytest.raises(SystemExit) as info:
+        train.main([*argv, "--rollout-backend", "fused", "--quiet"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "Traceback" not in err
+    assert "network='cnn' runs on the scan backend only" in err
+    assert not (tmp_path / "checkpoint.msgpack").exists()

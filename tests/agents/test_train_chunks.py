@@ -382,3 +382,52 @@ def test_programs_of_an_env_that_asks_compile_without_ynnpack_fusions():
     assert fusions(compiler_options("run", SignBandit()))
     for program in ("init", "run", "evaluate"):
         assert not fusions(compiler_options(program, StateStepEnv)), program
+
+
+SLOW_SOLVE = dataclasses.replace(CONFIG, learning_rate=1e-4, total_steps=8 * 8 * 60)
+
+
+def test_checkpoint_boundaries_change_nothing_in_the_result():
+    boundary = 2  # before the fix, a check at update 2 solved two seeds there, not at 3
+    agent = PPO(SLOW_SOLVE, SignBandit())
+    runner = jax.jit(jax.vmap(agent.init))(jax.random.split(jax.random.key(0), 3))
+    runs = []
+    for cut in (None, boundary):
+        reports = []
+        final, solved = run_chunks(
+            agent, runner, SLOW_SOLVE.num_updates, chunk=3, target=0.9, boundary=cut,
+            on_chunk=reports.append,
+        )  # fmt: skip
+        checks = [(r.done, r.eval_returns.tolist()) for r in reports if r.eval_returns is not None]
+        runs.append((final, solved, checks))
+    (final, solved, checks), (cut_final, cut_solved, cut_checks) = runs
+    assert cut_solved == solved and cut_checks == checks  # the same stop checks, same outcome
+    assert all(done % 3 == 0 for done, _ in checks)
+    for a, b in zip(jax.tree.leaves(final), jax.tree.leaves(cut_final), strict=True):
+        np.testing.assert_array_equal(jax.random.key_data(a) if _is_key(a) else a,
+                                      jax.random.key_data(b) if _is_key(b) else b)  # fmt: skip
+
+
+def _is_key(x) -> bool:
+    return jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
+def test_the_command_gives_the_same_run_whatever_checkpoint_every(tmp_path):
+    c = SLOW_SOLVE
+    argv = [
+        "ppo", "--env", f"{__name__}:SignBandit", "--seeds", "3", "--num-envs", str(c.num_envs),
+        "--num-steps", str(c.num_steps), "--total-steps", str(c.total_steps),
+        "--update-epochs", str(c.update_epochs), "--num-minibatches", "1",
+        "--learning-rate", str(c.learning_rate), "--eval-envs", str(c.eval_envs),
+        "--log-every", "3", "--hidden", "16", "--target-return", "0.9", "--no-plot", "--quiet",
+    ]  # fmt: skip
+    results = []
+    for every in ("0", "2"):
+        out = tmp_path / every
+        summary = train.main([*argv, "--checkpoint-every", every, "--out", str(out)])
+        evaluation = {k: v for k, v in summary["eval"].items() if k != "wall_time"}
+        timed = ("wall_time", "sps")
+        rows = [{k: v for k, v in r.items() if k not in timed} for r in logs.read_metrics(out)]
+        results.append((evaluation, rows))
+    assert results[0] == results[1]
+    assert [r["update"] for r in results[0][1]] == [3]  # solved at the first check

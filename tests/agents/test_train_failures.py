@@ -152,3 +152,54 @@ def test_a_brax_run_sizes_the_cpu_pool_or_says_it_could_not(capsys, tmp_path, mo
         assert f"Start the process with NPROC={LAPACK_SAFE_THREADS}" in out
     else:
         assert "XLA's CPU pool" not in out
+
+
+def test_resume_names_each_changed_flag_with_the_runs_value_and_the_new_one(capsys, finished_run):
+    before = _snapshot(finished_run)
+    changed = ["--num-envs", "4", "--hidden", "16", "--no-anneal-lr", "--seeds", "3"]
+    err = _exits(capsys, [*TINY, *changed, "--out", str(finished_run), "--resume"])
+    err = err.strip().splitlines()[-1]  # the message, after the usage
+    for change in (
+        "--seeds 2, not --seeds 3",
+        "--num-envs 2, not --num-envs 4",
+        "--hidden 8, not --hidden 16",
+        "--anneal-lr, not --no-anneal-lr",
+    ):
+        assert change in err
+    assert "learning_rate" not in err and "--gamma" not in err  # only what differs
+    assert _snapshot(finished_run) == before
+
+
+def test_resume_of_a_finished_run_refuses_a_new_target(capsys, finished_run):
+    before = _snapshot(finished_run)
+    err = _exits(capsys, [*TINY, "--target-return", "5", "--out", str(finished_run), "--resume"])
+    assert "--target-return 475.0, not --target-return 5.0" in err
+    assert _snapshot(finished_run) == before  # eval.json is not rewritten with another target
+
+
+@pytest.mark.parametrize("seed", [2**63, -(2**63) - 1, 10**30])
+def test_a_seed_beyond_64_bits_is_refused_by_name(capsys, tmp_path, seed):
+    err = _exits(capsys, [*TINY, "--seed", str(seed), "--out", str(tmp_path)])
+    assert f"--seed must be an integer >= {-(2**63)} and <= {2**63 - 1}, got {seed}" in err
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--num-envs", "100000", "--total-steps", "3200000"], "--num-envs 100000: the training"),
+        (["--eval-envs", "100000"], "--eval-envs 100000: the evaluation rollouts"),
+    ],
+)
+def test_sizes_beyond_free_memory_are_refused_by_the_flags_name(
+    capsys, tmp_path, monkeypatch, flags, message
+):
+    from jaxsim import memory
+
+    monkeypatch.setattr(memory, "_available_bytes", lambda: 10**7)  # 10 MB free
+    err = _exits(capsys, [*TINY, *flags, "--out", str(tmp_path)])
+    line = err.strip().splitlines()[-1]
+    assert message in line and "x 2 seed(s) at once) do not fit in the memory" in line
+    most = int(line.split("at most ")[1].split()[0])
+    assert 0 < most < 100000 and "rollout:" not in line and "outputs=" not in line
+    assert not (tmp_path / "checkpoint.msgpack").exists()

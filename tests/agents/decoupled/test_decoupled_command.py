@@ -178,3 +178,100 @@ def test_missing_simulator_names_the_extra(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         main(["ppo", "--env", "envpool/Pong-v5", "--out", "/tmp/unused-decoupled"])
     assert "jaxsim-rl[decoupled]" in capsys.readouterr().err
+
+
+def _refused(capsys, argv, *messages):
+    """The command exits 2 with each of `messages` in its error and no traceback."""
+    from agents.train import main
+
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2, err
+    assert "Traceback" not in err
+    for message in messages:
+        assert message in err, err
+    return err
+
+
+@pytest.fixture
+def no_learner(monkeypatch):
+    """Refusals come before the learner is built."""
+
+    def built(*args, **kwargs):
+        pytest.fail("the learner was built")
+
+    monkeypatch.setattr(decoupled_train, "HostPPO", built)
+
+
+def test_a_bad_seed_is_refused_by_name_before_the_learner_is_built(tmp_path, capsys, no_learner):
+    _refused(capsys, _argv(tmp_path, "--seed", "-1"), "--seed must be an integer >= 0", "got -1")
+    _refused(capsys, _argv(tmp_path, "--seed", str(2**64)), "--seed must be", str(2**64))
+    last = 2**63 - 1  # seeds --seed and --seed + 1 must both fit 64 bits
+    _refused(capsys, _argv(tmp_path, "--seeds", "2", "--seed", str(last)), f"<= {last - 1}")
+
+
+def test_free_schedule_without_rlax_names_what_to_install(
+    tmp_path, capsys, monkeypatch, no_learner
+):
+    monkeypatch.setitem(sys.modules, "rlax", None)  # import rlax -> ImportError
+    _refused(
+        capsys, _argv(tmp_path, "--schedule", "free"), "--schedule free:", "rlax",
+        "pip install 'jaxsim-rl[decoupled]'",
+    )  # fmt: skip
+
+
+def test_a_cnn_on_flat_observations_is_a_named_error(tmp_path, capsys):
+    _refused(capsys, _argv(tmp_path, "--network", "cnn"), "network='cnn' needs image observations")
+
+
+def test_resume_of_a_corrupt_checkpoint_exits_2_naming_it(tmp_path, capsys, no_learner):
+    (tmp_path / "checkpoint.msgpack").write_bytes(b"\x93 not a checkpoint")
+    _refused(
+        capsys, _argv(tmp_path, "--resume"),
+        f"{tmp_path / 'checkpoint.msgpack'}: corrupt checkpoint",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("seeds", ["1", "2"])
+def test_resume_into_an_empty_folder_is_an_error(tmp_path, capsys, no_learner, seeds):
+    _refused(capsys, _argv(tmp_path, "--resume", "--seeds", seeds), "--resume: no checkpoint at")
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.fixture(scope="module")
+def finished_one_seed(tmp_path_factory):
+    from agents.train import main
+
+    out = tmp_path_factory.mktemp("one_seed")
+    main(_argv(out))
+    return out
+
+
+def _files(out):
+    return {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+
+def test_resume_names_each_changed_flag_and_refuses_other_seeds(finished_one_seed, capsys):
+    out = finished_one_seed
+    before = _files(out)
+    _refused(capsys, _argv(out, "--resume", "--seeds", "2"), "--seeds 1, not --seeds 2")
+    err = _refused(
+        capsys, _argv(out, "--resume", "--num-envs", "8", "--hidden", "16", "--seed", "3"),
+        "--num-envs 4, not --num-envs 8", "--hidden 8, not --hidden 16", "--seed 0, not --seed 3",
+    )  # fmt: skip
+    assert "learning_rate" not in err.strip().splitlines()[-1]  # only what differs
+    _refused(capsys, _argv(out, "--resume", "--target-return", "5"), "not --target-return 5.0")
+    assert _files(out) == before  # eval.json of the one seed is not overwritten
+
+
+def test_resume_of_a_run_its_time_budget_stopped_trains_on(tmp_path, capsys):
+    from agents.train import main
+
+    main(_argv(tmp_path, "--target-return", "none", "--time-budget", "0.001"))
+    assert _eval_json(tmp_path)["steps"] == 32  # one update of three
+    spent = _argv(tmp_path, "--target-return", "none", "--resume", "--time-budget", "0.001")
+    _refused(capsys, spent, "stopped at its time budget", "--time-budget 0.001 is spent already")
+    summary = main(_argv(tmp_path, "--target-return", "none", "--resume"))
+    assert int(summary["state"].update) == 3 and _eval_json(tmp_path)["steps"] == 96
+    assert "the run stopped at its time budget after update 1" in capsys.readouterr().err
