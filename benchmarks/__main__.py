@@ -35,10 +35,15 @@ import time
 from pathlib import Path
 
 from benchmarks.harness import registry
-from benchmarks.harness.arguments import split_list, unknown_names
+from benchmarks.harness.arguments import positive_seconds, split_list, unknown_names
+from benchmarks.harness.commands import portable_command
 from benchmarks.harness.formatting import format_duration
 from benchmarks.harness.optional import install_hint
-from benchmarks.harness.paths import MANIFEST, RUNS_DIR  # noqa: F401 (MANIFEST: for callers and tests)
+from benchmarks.harness.paths import (  # noqa: F401 (MANIFEST: for callers and tests)
+    MANIFEST,
+    RESULTS_DIR,
+    RUNS_DIR,
+)
 from benchmarks.harness.registry import BASELINES, MODES, TIMEOUT_S, suite_available  # noqa: F401
 from benchmarks.harness.runner import (
     SuiteProgress,
@@ -72,8 +77,16 @@ def parse_names(text: str, valid, what: str) -> list[str]:
 
 
 def check_writable(out_dir: Path) -> Path:
-    """Creates `out_dir` if needed and proves a file can be written there; else UsageError."""
+    """Creates `out_dir` if needed and proves a file can be written there; else UsageError. The
+    published records' folder is refused: only `report --publish` writes there, after its
+    checks."""
     out_dir = Path(out_dir)
+    if _inside(out_dir, RESULTS_DIR):
+        raise UsageError(
+            f"--out {out_dir}: inside the published records' folder {RESULTS_DIR}; a run writes "
+            "elsewhere (default runs/bench/<run id>/) and `python -m benchmarks report --publish "
+            "--results DIR` publishes it"
+        )
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(dir=out_dir, prefix=".write-probe-")
@@ -161,7 +174,7 @@ def run(args) -> int:
         "suites": {e["suite"]: e["status"] for e in entries},
         "baselines": baselines,
         "wall_s": round(wall, 1),
-        "command": shlex.join(["python", "-m", "benchmarks", *args.argv]),
+        "command": portable_command(["python", "-m", "benchmarks", *args.argv]),
         "provenance": prov,
     }
     append_manifest(out_dir, summary)
@@ -191,7 +204,8 @@ def write_report(out_dir: Path, mode: str) -> None:
 
 
 def _inside(path: Path, parent: Path) -> bool:
-    return path == parent or parent.resolve() in path.resolve().parents
+    path, parent = path.resolve(), parent.resolve()
+    return path == parent or parent in path.parents
 
 
 def list_things() -> int:
@@ -247,9 +261,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         type=Path,
         default=None,
-        help="record directory (default runs/bench/<run id>/, ignored by git)",
+        help="record directory (default runs/bench/<run id>/, ignored by git); never inside "
+        "benchmarks/results/, which only `report --publish` writes",
     )
-    r.add_argument("--timeout-s", type=float, default=None, help="per suite (default by mode)")
+    r.add_argument(
+        "--timeout-s", type=positive_seconds, default=None, help="per suite (default by mode)"
+    )
     r.add_argument("--quiet", action="store_true", help="only a line per suite")
     r.add_argument(
         "--no-report",

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.harness.commands import portable_command
 from benchmarks.harness.paths import REPO_ROOT, RUNS_DIR
 from benchmarks.harness.report.plots import pyplot, save
 
@@ -127,7 +128,9 @@ def main(argv: list[str] | None = None) -> int:
         "seeds": args.seeds,
         "budget_s": args.budget,
         "total_steps": args.total_steps,
-        "command": " ".join(["python -m benchmarks.decoupled.curves", *(argv or sys.argv[1:])]),
+        "command": portable_command(
+            ["python", "-m", "benchmarks.decoupled.curves", *(argv or sys.argv[1:])]
+        ),
         "load_average_start": list(os.getloadavg()),
         "runs": {s: [] for s in SCHEDULES},
     }

@@ -1,8 +1,10 @@
-"""Comma-separated command-line lists ("1,16,4096", "jaxsim,gymnax", "all"), parsed one way."""
+"""Command-line values parsed one way: comma-separated lists ("1,16,4096", "jaxsim,gymnax",
+"all") and time limits."""
 
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Sequence
 
 
@@ -22,6 +24,17 @@ def int_list(text: str) -> tuple[int, ...]:
     if not values or min(values) < 1:
         raise argparse.ArgumentTypeError(f"expected integers >= 1, got {text!r}")
     return values
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0 (argparse names the flag if not)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {text!r}")
+    return value
 
 
 def unknown_names(names: Sequence[str], valid: Sequence[str], what: str) -> str | None:

@@ -10,6 +10,9 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The published records, RESULTS.md's sources: changed only by `report --publish`.
 RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
+# Under RESULTS_DIR: published records that `report --publish --replace` replaced, kept as
+# history (`<record stem>_<its UTC time>_<its commit>.json`); the report does not read them.
+HISTORY = "history"
 # Where runs write: one folder per front-door run; a suite run on its own writes here directly.
 RUNS_DIR = REPO_ROOT / "runs" / "bench"
 # The front door appends one line per suite and per run here, in the record directory.

@@ -6,7 +6,6 @@ import datetime
 import importlib.metadata
 import os
 import platform
-import shlex
 import socket
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from typing import Any
 
 import jax
 
+from benchmarks.harness.commands import portable_command
 from benchmarks.harness.paths import REPO_ROOT
 
 # Environment variables that change what a benchmark measures; recorded when set.
@@ -81,14 +81,15 @@ def git_commit() -> str:
 
 
 def command_line() -> str:
-    """The command that started this process, as a shell would take it back."""
+    """The command that started this process, as a shell would take it back, relative to the
+    repository and naming no machine's paths (`commands.portable_command`)."""
     main = sys.modules.get("__main__")
     spec = getattr(main, "__spec__", None)
     if spec is not None and spec.name and spec.name != "__main__":
         # `python -m pkg.mod`: sys.argv[0] is the file's path, not what was typed.
         module = spec.name.removesuffix(".__main__")
-        return shlex.join(["python", "-m", module, *sys.argv[1:]])
-    return shlex.join(["python", *sys.argv])
+        return portable_command(["python", "-m", module, *sys.argv[1:]])
+    return portable_command(["python", *sys.argv])
 
 
 def provenance(packages: Iterable[str] = ()) -> dict[str, Any]:

@@ -7,7 +7,6 @@ import collections
 import datetime
 import json
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness.commands import portable_command
 from benchmarks.harness.formatting import format_duration
 from benchmarks.harness.paths import MANIFEST, REPO_ROOT
 from benchmarks.harness.record import append_jsonl
@@ -129,7 +129,7 @@ def run_suite(
         progress.start(i, suite, "(not run)")
         return {**entry, "status": "skipped", "reason": missing, "record": None}
     cmd = [sys.executable, "-m", suite.module, *suite.args(plan), "--out", str(out)]
-    shown = shlex.join(["python", "-m", suite.module, *cmd[3:]])
+    shown = portable_command(["python", "-m", suite.module, *cmd[3:]])
     entry["command"] = shown
     progress.start(i, suite, shown)
     tail: collections.deque[str] = collections.deque(maxlen=25)
@@ -149,7 +149,7 @@ def run_suite(
 
     def on_timeout():
         timed_out.set()
-        _stop(proc)
+        stop_process_group(proc)
 
     watchdog = threading.Timer(timeout_s, on_timeout)
     watchdog.daemon = True
@@ -161,7 +161,7 @@ def run_suite(
             progress.line(suite, t0, line)
         proc.wait()
     except KeyboardInterrupt:
-        _stop(proc)
+        stop_process_group(proc)
         raise
     finally:
         watchdog.cancel()
@@ -188,8 +188,9 @@ def raise_interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    """SIGINT to the child's process group (so it can clean up), then SIGKILL."""
+def stop_process_group(proc: subprocess.Popen) -> None:
+    """SIGINT to the process group of `proc` (started with `start_new_session`), so it can
+    clean up, then SIGKILL."""
     for sig, wait in ((signal.SIGINT, 10), (signal.SIGKILL, 10)):
         if proc.poll() is not None:
             return

@@ -42,24 +42,34 @@ Cases:
                   (-200; SAC), whole processes as users run them: `python -m agents.train`
                   (the preset, every seed at once; cold and warm compilation cache) vs one SBX
                   process per seed at rl-zoo's settings (benchmarks/peers/sbx_case.py); >= 2x.
+Every case runs under a time limit (--case-timeout-s): past it, its peer process (and that
+process's own children) is stopped and the case recorded as timed out, and the run goes on to
+the next case; a case stuck where Python cannot stop it (inside XLA) gets HARD_STOP_GRACE_S more,
+then the run writes its record, that case timed out and the ones after it not run, and exits.
 Writes runs/bench/peers_<machine>[_smoke].json with provenance.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness.arguments import split_list, unknown_names
+from benchmarks.harness.arguments import positive_seconds, split_list, unknown_names
+from benchmarks.harness.commands import portable_command
 from benchmarks.harness.paths import REPO_ROOT, RUNS_DIR
 from benchmarks.harness.record import append_jsonl, finish
+from benchmarks.harness.runner import stop_process_group
 from benchmarks.peers import brax_case, rejax_case, sbx_case
 from benchmarks.peers.report import summary
 from jaxsim.envs import size_cpu_pool
@@ -94,21 +104,70 @@ def peer_missing(peer: str) -> str | None:
     return f"{peer}'s venv is absent ({python} not found); install with: {SETUP} {peer}"
 
 
+# A case's time limit unless --case-timeout-s says otherwise: the longest recorded case
+# (brax_sac_solve, three brax processes) took under half of it on 2 cores.
+CASE_TIMEOUT_S = 2 * 3600.0
+# How long past its limit a case stuck where no Python runs (inside XLA, where the limit's
+# signal cannot stop it) is given before the run writes its record and exits.
+HARD_STOP_GRACE_S = 60.0
+
+
+class CaseTimeout(Exception):
+    """A case, or one of its peer processes, ran past its time limit."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float, on_hang: Callable[[], None]) -> Iterator[None]:
+    """Raises CaseTimeout in this (the main) thread once `seconds` have passed, wherever the
+    case is (waiting on a peer process, `run_peer` then stops it, or in jaxsim's own loop); calls
+    `on_hang` from another thread HARD_STOP_GRACE_S later if the case has still not ended."""
+
+    def expire(signum, frame):
+        raise CaseTimeout(f"ran past its {seconds:g} s limit (--case-timeout-s)")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    hang = threading.Timer(seconds + HARD_STOP_GRACE_S, on_hang)
+    hang.daemon = True
+    hang.start()
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        hang.cancel()
+
+
 def run_peer(
     peer: str, script: str, args: list[str], timeout_s: float, python: str | None = None
 ) -> dict[str, Any]:
     """Runs benchmarks/peers/<script> under `peer`'s venv (or `python`: jaxsim's own, for what
     the peer's code does under jaxsim's jax); its last stdout line, parsed. The child's process
-    wall time (start-up and imports in) is kept as `outer_wall_s`."""
+    wall time (start-up and imports in) is kept as `outer_wall_s`. Past `timeout_s` (or the
+    case's limit) the child and every process it started are stopped: CaseTimeout."""
     cmd = [python or str(peer_python(peer)), str(HERE / script), *args]
-    print(f"[peers] {peer}: {' '.join(cmd[1:])}", flush=True)
+    print(f"[peers] {peer}: benchmarks/peers/{script} {portable_command(args)}", flush=True)
     t = time.perf_counter()
-    out = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout_s)
-    if out.returncode != 0:
-        raise RuntimeError(f"{peer} exited {out.returncode}:\n{out.stderr[-3000:]}")
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    # Files, not pipes: a process the peer leaves behind cannot keep this run waiting for the
+    # end of its output; its own process group, so that stopping it stops its helpers too.
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        proc = subprocess.Popen(
+            cmd, cwd=REPO_ROOT, stdout=stdout, stderr=stderr, text=True, start_new_session=True
+        )
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise CaseTimeout(f"{peer}'s {script} ran past its {timeout_s:g} s limit") from None
+        finally:
+            stop_process_group(proc)  # at once if it ended (a timeout, Ctrl-C, the case's limit)
+        stdout.seek(0)
+        stderr.seek(0)
+        out, err = stdout.read(), stderr.read()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{peer} exited {proc.returncode}:\n{err[-3000:]}")
+    result = json.loads(out.strip().splitlines()[-1])
     result["outer_wall_s"] = time.perf_counter() - t
-    result["command"] = " ".join([cmd[0], f"benchmarks/peers/{script}", *args])
+    result["command"] = portable_command([cmd[0], f"benchmarks/peers/{script}", *args])
     return result
 
 
@@ -336,7 +395,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=int, default=3, help="brax_sac, rejax and sbx cases: seeds")
     p.add_argument("--smoke", action="store_true", help="tiny budgets, 1 seed: checks it runs")
     p.add_argument("--out", type=Path, default=None, help="result JSON (default runs/bench/...)")
+    p.add_argument(
+        "--case-timeout-s",
+        type=positive_seconds,
+        default=CASE_TIMEOUT_S,
+        help=f"each case's time limit; past it the case is recorded as timed out "
+        f"(default {CASE_TIMEOUT_S:g})",
+    )
     return p
+
+
+def measure_case(name: str, seeds: int, smoke: bool) -> dict[str, Any]:
+    """One case's result (its peer's venv present)."""
+    if name in SPEED_CASES:
+        return brax_speed(SPEED_CASES[name], smoke)
+    if name == "brax_sac_solve":
+        return brax_sac_solve(seeds, smoke)
+    if name == "brax_ppo_solve":
+        return brax_solve(smoke)
+    if name in sbx_case.CASES:
+        return sbx_solve(name, seeds, smoke)
+    return rejax_solve(name, seeds, smoke)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -368,6 +447,20 @@ def main(argv: list[str] | None = None) -> int:
         "cases": {},
     }
     t0, failures = time.perf_counter(), []
+
+    def stuck(name: str) -> None:
+        """`name` is stuck past its limit where no signal reaches: the record as it stands,
+        that case timed out and the rest not run, then exit (from the watchdog's thread)."""
+        limit = args.case_timeout_s
+        why = f"ran past its {limit:g} s limit and was stuck {HARD_STOP_GRACE_S:g} s more"
+        record["cases"][name] = {"timed_out": f"{why}: the run stopped", "limit_s": limit}
+        append_jsonl(partial, {name: record["cases"][name]})
+        for later in cases[cases.index(name) + 1 :]:
+            record["cases"][later] = {"skipped": f"not run: the run stopped when {name} hung"}
+        record["wall_s"] = round(time.perf_counter() - t0, 1)
+        finish(record, out, summary(record), [*failures, name], partial=partial)
+        os._exit(1)
+
     for name in cases:
         peer = name.split("_")[0]
         missing = peer_missing(peer)
@@ -376,18 +469,14 @@ def main(argv: list[str] | None = None) -> int:
             result: dict[str, Any] = {"skipped": missing}
         else:
             try:
-                if name in SPEED_CASES:
-                    result = brax_speed(SPEED_CASES[name], args.smoke)
-                elif name == "brax_sac_solve":
-                    result = brax_sac_solve(seeds, args.smoke)
-                elif name == "brax_ppo_solve":
-                    result = brax_solve(args.smoke)
-                elif name in sbx_case.CASES:
-                    result = sbx_solve(name, seeds, args.smoke)
-                else:
-                    result = rejax_solve(name, seeds, args.smoke)
+                with time_limit(args.case_timeout_s, lambda name=name: stuck(name)):
+                    result = measure_case(name, seeds, args.smoke)
+            except CaseTimeout as e:  # its processes are stopped; the others still run
+                result = {"timed_out": str(e), "limit_s": args.case_timeout_s}
+                failures.append(name)
             except Exception as e:  # one case's failure is recorded; the others still run
-                result, _ = {"failed": f"{type(e).__name__}: {e}"[-3000:]}, failures.append(name)
+                result = {"failed": f"{type(e).__name__}: {e}"[-3000:]}
+                failures.append(name)
         result["load_after"] = os.getloadavg()[0]
         record["cases"][name] = result
         append_jsonl(partial, {name: result})

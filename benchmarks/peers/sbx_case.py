@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness.commands import portable_command
 from benchmarks.harness.timing import time_process
 
 # case -> (algorithm, Gymnasium id, target return)
@@ -48,7 +49,7 @@ def jaxsim_process(cmd: list[str], seeds: int, out: Path) -> dict[str, Any]:
     evaluation = json.loads((out / "eval.json").read_text())
     solved = evaluation["solved_per_seed"]
     return {
-        "command": " ".join(["python", *cmd[1:]]),
+        "command": portable_command(cmd),
         "wall_s": wall,
         "per_seed_wall_s": wall / seeds,
         "solved_per_seed": solved,

@@ -4,8 +4,12 @@ Without `--publish` no tracked file is touched: the report of a run (by default 
 runs/bench/) goes beside its records. `--publish` is the explicit act that refreshes the
 project's figures: it checks every file of the given runs, publishes nothing if any record is
 invalid, then copies their records into benchmarks/results/ and rewrites benchmarks/RESULTS.md,
-its plots and the README's results section from the published records. Every file under the
-record folders that the report does not use is named on stderr.
+its plots and the README's results section from the published records. A run whose records
+would show less than the published ones they replace (fewer cases, baselines or modes, or
+measured at a higher load) is refused, naming what it would lose, unless `--replace` is given;
+the replaced records are then kept under benchmarks/results/history/. `--mode` only reports:
+the tracked reports always show every mode. Every file under the record folders that the report
+does not use is named on stderr.
 """
 
 from __future__ import annotations
@@ -60,8 +64,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="README whose results section to rewrite (default: README.md with --publish only)",
     )
+    p.add_argument(
+        "--replace",
+        action="store_true",
+        help="with --publish: publish records that show less than the published ones they "
+        "replace (fewer cases, baselines or modes, a busier machine); those are kept under "
+        "benchmarks/results/history/",
+    )
     p.add_argument("--no-readme", action="store_true", help="leave the README alone")
-    p.add_argument("--mode", choices=MODE_ORDER, default=None, help="only records of this mode")
+    p.add_argument(
+        "--mode",
+        choices=MODE_ORDER,
+        default=None,
+        help="only records of this mode (a report of a run; not with --publish, whose reports "
+        "show every mode)",
+    )
     p.add_argument("--no-plots", action="store_true", help="tables only")
 
 
@@ -99,7 +116,32 @@ def main_from_args(args, published: Path = RESULTS_DIR) -> int:
         return 2
 
 
+def _refuse_tracked_outputs(args, published: Path) -> None:
+    """ReportError unless the tracked reports and records are written by `--publish` alone, and
+    by it in full: a report of one mode (`--mode`) never replaces them."""
+    if args.publish:
+        if args.mode is not None:
+            raise ReportError(
+                f"--mode {args.mode} with --publish would rewrite the published reports from "
+                f"{args.mode} records only; the published reports show every mode: drop --mode "
+                "(or drop --publish for a report of that mode beside the run)"
+            )
+        return
+    if args.replace:
+        raise ReportError("--replace is for --publish")
+    for flag, path, tracked in (("--out", args.out, RESULTS_MD), ("--readme", args.readme, README)):
+        if path is None:
+            continue
+        path = path.resolve()
+        if path == tracked or _is_under(path, published.resolve()):
+            raise ReportError(
+                f"{flag} {path}: a tracked report or the published records' folder; only "
+                "--publish writes there, after checking the records"
+            )
+
+
 def _main(args, published: Path) -> int:
+    _refuse_tracked_outputs(args, published)
     dirs = [d.resolve() for d in (args.results or [])]
     if not dirs and not args.publish:
         dirs = [newest_run()]
@@ -108,7 +150,9 @@ def _main(args, published: Path) -> int:
         raise ReportError(f"no such directory {missing}")
     if args.publish:
         runs = [d for d in dirs if not _is_under(d, published)]
-        publish(runs, published, checks(registry.by_benchmark()))
+        suites = registry.by_benchmark()
+        scopes = {key: suite.scope for key, suite in suites.items() if suite.scope}
+        publish(runs, published, checks(suites), scopes, args.replace)
         dirs = [published]
         out = (args.out or RESULTS_MD).resolve()
         readme = None if args.no_readme else (args.readme or README).resolve()

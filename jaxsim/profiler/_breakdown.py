@@ -9,7 +9,7 @@ from collections import Counter
 
 from jaxsim.profiler._calibrate import Calibration, typical
 from jaxsim.profiler._hlo import UNSCOPED
-from jaxsim.profiler._report import ProfileReport, Row
+from jaxsim.profiler._report import CORRECTION_ERROR_BOUND, ProfileReport, Row
 from jaxsim.profiler._trace import COMPILE, HOST_KEYS, Key, Window
 
 _COMPILE_KEY = ("host", COMPILE)
@@ -231,7 +231,7 @@ def build_report(
         **fields,
     )
     err = report.overhead["corrected_error"]
-    if err is not None and abs(err) > 0.05:
+    if err is not None and abs(err) > CORRECTION_ERROR_BOUND:
         notes.append(
             f"the overhead-corrected total misses the held-out uninstrumented time by "
             f"{100 * err:+.1f}% (a busy machine, or too few calls: raise repeats/min_time); "

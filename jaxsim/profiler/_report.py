@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 from jaxsim.files import finite_json
 from jaxsim.profiler._hlo import UNSCOPED
 from jaxsim.profiler._trace import COMPILE, DISPATCH, IDLE, PYTHON
+
+# How far the overhead-corrected time may miss the held-out uninstrumented time (calls or runs
+# the correction did not see) before the table warns that its figures are no better than that.
+CORRECTION_ERROR_BOUND = 0.05
 
 _DESCRIPTIONS = {
     UNSCOPED: "device ops outside every known phase",
@@ -117,6 +122,20 @@ class ProfileReport:
         return sum(r.device_s for r in self.rows) / self.wall_s if self.wall_s > 0 else 0.0
 
     @property
+    def correction_warning(self) -> str | None:
+        """The warning the table opens with when the overhead-corrected time misses the held-out
+        uninstrumented time by more than CORRECTION_ERROR_BOUND; None within it or unchecked."""
+        err = self.overhead.get("corrected_error")
+        if err is None or (math.isfinite(err) and abs(err) <= CORRECTION_ERROR_BOUND):
+            return None
+        return (
+            f"WARNING: the overhead-corrected time misses the held-out uninstrumented time by "
+            f"{100 * err:+.1f}%, beyond the +-{100 * CORRECTION_ERROR_BOUND:.0f}% bound: the "
+            "times and shares below are no better than that (a busy machine, or too few calls "
+            "or runs: raise repeats/min_time, or the baseline runs)"
+        )
+
+    @property
     def device_idle_s(self) -> float:
         """Wall time with no op running: between kernels and with the host busy or waiting."""
         return self.wall_s - sum(r.device_s for r in self.rows)
@@ -129,6 +148,7 @@ class ProfileReport:
             row["share"] = r.total_s / self.wall_s if self.wall_s > 0 else 0.0
         d["device_busy_fraction"] = self.device_busy_fraction
         d["compile_s"] = self.compile_s
+        d["correction_warning"] = self.correction_warning
         return finite_json(d)
 
     @classmethod
@@ -158,7 +178,8 @@ class ProfileReport:
                 f"iterations, {self.backend} ({self.device_kind})"
             )
         unit, f = ("s", _s) if self.mode == "program" else ("ms", _ms)
-        lines = [header, ""]
+        warning = self.correction_warning
+        lines = [header, *([warning] if warning else []), ""]
         width = max([len(r.name) + 2 * _depth(r, self.rows) for r in self.rows] + [12])
         cols = f"{'device ' + unit:>10}  {'idle ' + unit:>10}  {'host ' + unit:>10}"
         lines.append(f"{'phase':<{width}}  {cols}  {'share':>7}  note")

@@ -199,8 +199,10 @@ def test_publish_without_a_run_log_copies_records_not_foreign_files(tmp_path, ca
     # a record of no suite the report reads.
     out = tmp_path / "gpu_h200"
     out.mkdir()
+    # A `--check-only` fusion record: its kernels' checks, no timed point.
+    checks = {"CartPole-v1/random/rewards/K=4": {"pass": True}}
     (out / "fusion.json").write_text(
-        json.dumps({"benchmark": "fusion", "provenance": _prov(), "results": []})
+        json.dumps({"benchmark": "fusion", "provenance": _prov(), "results": [], "checks": checks})
     )
     (out / "rollout_throughput_cpu2_h_quick.json").write_text(json.dumps(_record()))
     (out / "rollout_throughput_cpu2_h_quick_curve.png").write_bytes(b"png")

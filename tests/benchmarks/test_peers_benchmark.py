@@ -394,11 +394,116 @@ def test_sac_preset_for_brax_pendulum_is_one_gradient_step_per_env_step_to_1000(
 
 def test_run_peer_records_the_interpreter_that_ran(tmp_path, monkeypatch):
     # A peer script run under jaxsim's own python (the stepping rows) names that python, not the
-    # peer venv's, in the record's command.
+    # peer venv's, in the record's command; neither by its machine's path.
     monkeypatch.setattr(measure, "HERE", tmp_path)
     (tmp_path / "echo.py").write_text('import json, sys; print(json.dumps({"argv": sys.argv[1:]}))')
     _fake_brax_venv(tmp_path, monkeypatch)
     out = measure.run_peer("brax", "echo.py", ["step"], 60, python=sys.executable)
-    assert out["argv"] == ["step"] and out["command"].split()[0] == sys.executable
+    assert out["argv"] == ["step"] and out["command"] == "python benchmarks/peers/echo.py step"
     with pytest.raises(OSError):  # the (empty, fake) venv python is what runs without `python`
         measure.run_peer("brax", "echo.py", ["step"], 60)
+
+
+# ------------------------------------------------------------ a case past its time limit
+_HANGING_PEER = """
+import json, subprocess, sys, time
+if sys.argv[1] == "dqn":  # hangs, and leaves a helper holding its output open
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    time.sleep(300)
+print(json.dumps(RESULT))
+"""
+
+
+def _peer_venv_running_python(tmp_path, monkeypatch, peer: str) -> None:
+    """`peer`'s venv python is this interpreter: its scripts (from tmp_path) really run."""
+    python = tmp_path / "envs" / peer / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.symlink_to(sys.executable)
+    monkeypatch.setenv("PEER_ENVS", str(tmp_path / "envs"))
+
+
+def test_a_case_past_its_limit_is_recorded_as_timed_out_and_the_run_goes_on(
+    tmp_path, monkeypatch, capsys
+):
+    import time
+
+    from benchmarks.peers import jaxsim_solve
+
+    _peer_venv_running_python(tmp_path, monkeypatch, "rejax")
+    result = {**_rejax_result([10.0]), "seeds": 1, "init_s": 1.0, "versions": {"jax": "0.10.2"}}
+    (tmp_path / "peer_rejax.py").write_text(_HANGING_PEER.replace("RESULT", repr(result)))
+    monkeypatch.setattr(measure, "HERE", tmp_path)
+
+    def solve(algorithm, env_id, seeds, cache, target, budget=None, overrides=None):
+        if env_id == "CartPole-v1" and algorithm == "ppo":
+            time.sleep(300)  # jaxsim's own side stuck, in this process
+        return {"seeds": seeds, "solved": [True], "solved_all": True,
+                "train_wall_s_per_seed": 2.0, "loop_compile_s": 1.0,
+                "train_wall_s_per_seed_without_compile": 1.0, "compile_s": 1.0,
+                "curve": [{"load": 1.0}]}  # fmt: skip
+
+    monkeypatch.setattr(jaxsim_solve, "solve_preset", solve)
+    out = tmp_path / "peers.json"
+    cases = "rejax_ppo,rejax_dqn,rejax_ppo_breakout"
+    argv = ["--cases", cases, "--seeds", "1", "--out", str(out), "--case-timeout-s", "1.5"]
+    started = time.monotonic()
+    assert measure.main(argv) == 1  # a timed-out case fails the run, after every case ran
+    assert time.monotonic() - started < 30
+    record = json.loads(out.read_text())
+    assert registry.record_problems(record) == []
+    by_case = record["cases"]
+    for name in ("rejax_ppo", "rejax_dqn"):  # jaxsim's side stuck; the peer process stuck
+        assert "ran past its 1.5 s limit" in by_case[name]["timed_out"], by_case[name]
+        assert by_case[name]["limit_s"] == 1.5
+    assert by_case["rejax_ppo_breakout"]["comparison"]["ratio"] == pytest.approx(5.5)
+    rows = {row[0]: row for row in report.rows(record)}
+    assert rows["rejax_dqn"][2].startswith("timed out: ran past its 1.5 s limit")
+    assert "FAILED: rejax_ppo, rejax_dqn" in capsys.readouterr().out
+    assert not out.with_suffix(".partial.jsonl").exists()
+
+
+def test_a_case_stuck_where_no_signal_reaches_still_ends_the_run_with_its_record(tmp_path):
+    import subprocess
+
+    envs = tmp_path / "envs" / "rejax" / "bin"
+    envs.mkdir(parents=True)
+    (envs / "python").touch()
+    out = tmp_path / "peers.json"
+    # jaxsim's side blocks the limit's signal, as a wait inside XLA would not see it.
+    code = f"""
+import signal, sys, time
+sys.path.insert(0, {str(_REPO)!r})
+from benchmarks.peers import jaxsim_solve, measure
+
+def stuck(*args, **kwargs):
+    signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGALRM}})
+    time.sleep(300)
+
+jaxsim_solve.solve_preset = stuck
+measure.HARD_STOP_GRACE_S = 1.0
+measure.main(["--cases", "rejax_ppo,rejax_dqn", "--out", {str(out)!r}, "--case-timeout-s", "1"])
+"""
+    env = {**__import__("os").environ, "PEER_ENVS": str(tmp_path / "envs")}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    record = json.loads(out.read_text())
+    assert registry.record_problems(record) == []
+    assert "was stuck 1 s more: the run stopped" in record["cases"]["rejax_ppo"]["timed_out"]
+    assert "not run: the run stopped when rejax_ppo hung" in record["cases"]["rejax_dqn"]["skipped"]
+
+
+@pytest.mark.parametrize("value", ["0", "-5"])
+def test_a_non_positive_case_timeout_is_refused_naming_the_flag(value, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        measure.main([f"--case-timeout-s={value}", "--out", str(tmp_path / "x.json")])
+    assert "argument --case-timeout-s: expected a finite number" in capsys.readouterr().err
+
+
+def test_a_peer_venvs_command_names_no_machine_path(tmp_path, monkeypatch):
+    monkeypatch.setattr(measure, "HERE", tmp_path)
+    (tmp_path / "echo.py").write_text('import json, sys; print(json.dumps({"argv": sys.argv[1:]}))')
+    _peer_venv_running_python(tmp_path, monkeypatch, "brax")
+    out = measure.run_peer("brax", "echo.py", ["step", "--out", str(_REPO / "runs" / "x")], 60)
+    assert out["command"] == "$PEER_ENVS/brax/bin/python benchmarks/peers/echo.py step --out runs/x"

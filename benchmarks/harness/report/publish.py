@@ -1,14 +1,26 @@
 """`report --publish`'s copy of a run's records into benchmarks/results/: everything is checked
-first, and a run with any invalid record, torn run-log line or smoke record publishes nothing."""
+first, and a run with any invalid record, torn run-log line, smoke record or record that measured
+nothing publishes nothing; nor does one whose records would show less than the published ones
+they replace (fewer cases, baselines or modes, or a busier machine) unless `replace` is given,
+and then the replaced records are kept under benchmarks/results/history/."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
-from benchmarks.harness.paths import MANIFEST
-from benchmarks.harness.report.records import GPU_SUMMARIES, Checks, load_manifest, load_records
+from benchmarks.harness.paths import HISTORY, MANIFEST
+from benchmarks.harness.report import coverage
+from benchmarks.harness.report.records import (
+    GPU_SUMMARIES,
+    Checks,
+    Record,
+    load_manifest,
+    load_records,
+)
 
 
 class PublishError(Exception):
@@ -23,6 +35,22 @@ class Plan:
     copies: list[tuple[Path, Path]]
     manifest: bytes
     left_out: list[tuple[Path, str]]
+    records: list[Record]  # the run's records, each at the path it is published to
+
+
+@dataclasses.dataclass
+class Replaced:
+    """A published record that publishing would no longer show (or would overwrite), the record
+    shown in its place (None: none), and what that loses."""
+
+    old: Record
+    new: Record | None
+    lost: list[str]
+
+    def describe(self, published: Path) -> str:
+        name = self.old.path.relative_to(published)
+        instead = f"by {self.new.path.relative_to(published)}" if self.new else "by nothing"
+        return f"{name} would be replaced {instead}, which loses: {'; '.join(self.lost)}"
 
 
 def plan(run_dir: Path, published: Path, checks: Checks) -> Plan:
@@ -40,6 +68,12 @@ def plan(run_dir: Path, published: Path, checks: Checks) -> Plan:
     smoke = [r.path.name for r in found.records if r.mode == "smoke"]
     if smoke:
         problems.append(f"smoke records {smoke}: they check the pipeline, they are not results")
+    for r in found.records:
+        if coverage.measured(r.data) == frozenset():
+            problems.append(
+                f"{r.path}: measured nothing (every case skipped, failed or timed out): "
+                "a record with no measured case is not a result"
+            )
     summaries = sorted(p for name in GPU_SUMMARIES for p in run_dir.rglob(name))
     for path in summaries:
         try:
@@ -66,7 +100,8 @@ def plan(run_dir: Path, published: Path, checks: Checks) -> Plan:
     if new and not new.endswith(b"\n"):
         new += b"\n"
     copies = [(p, dest / p.relative_to(run_dir)) for p in sources]
-    return Plan(copies, new, sorted(left_out))
+    records = [Record(dest / r.path.relative_to(run_dir), r.data) for r in found.records]
+    return Plan(copies, new, sorted(left_out), records)
 
 
 def _drawn_for(png: Path, stem: Path) -> bool:
@@ -76,14 +111,80 @@ def _drawn_for(png: Path, stem: Path) -> bool:
     )
 
 
-def publish(run_dirs: list[Path], published: Path, checks: Checks) -> list[Path]:
+def replaced(
+    incoming: list[Record],
+    published: Path,
+    checks: Checks,
+    scopes: Mapping[str, Callable[[dict[str, Any]], str]],
+) -> list[Replaced]:
+    """The published records that `incoming` (records at the paths they would be published to)
+    would replace with less: each record the report shows now that it would show no longer,
+    and each file they overwrite, with what its replacement loses
+    (`coverage.losses`); republishing the same record loses nothing."""
+    order = list(checks)
+    before = {r.path: r for r in load_records([published], checks).records}
+    after = {**before, **{r.path: r for r in incoming}}
+    now, then = (coverage.shown(x.values(), order, scopes) for x in (before, after))
+    pairs = [(old, then.get(key)) for key, old in now.items()]
+    pairs += [(before[r.path], r) for r in incoming if r.path in before]
+    found, seen = [], set()
+    for old, new in pairs:
+        pair = (old.path, new.path if new else None)
+        if (new is not None and new.data == old.data) or pair in seen:
+            continue
+        seen.add(pair)
+        lost = coverage.losses(old, new) if new else ["every figure of it: no record shown"]
+        if lost:
+            found.append(Replaced(old, new, lost))
+    return found
+
+
+def history_path(record: Record, published: Path) -> Path:
+    """Where a replaced record is kept: history/<its stem>_<its UTC time>_<its commit>.json."""
+    stamp = "".join(c for c in record.utc[:19] if c.isalnum()) or "undated"
+    commit = str(record.prov.get("commit") or "unknown")[:7]
+    folder = published / HISTORY / record.path.parent.relative_to(published)
+    path = folder / f"{record.path.stem}_{stamp}_{commit}.json"
+    i = 1
+    while path.exists() and path.read_bytes() != record.path.read_bytes():
+        i += 1
+        path = folder / f"{record.path.stem}_{stamp}_{commit}_{i}.json"
+    return path
+
+
+def publish(
+    run_dirs: list[Path],
+    published: Path,
+    checks: Checks,
+    scopes: Mapping[str, Callable[[dict[str, Any]], str]] | None = None,
+    replace: bool = False,
+) -> list[Path]:
     """Publishes `run_dirs` into `published` once every one of them has been checked (file by
     file, atomically; the run logs' lines appended to the published one); returns the files
-    written. PublishError, before anything is written, if any run must not be published."""
+    written. PublishError, before anything is written, if any run must not be published, or if
+    its records would show less than the published ones they replace (`replaced`: fewer cases,
+    baselines or modes, or a busier machine) and not `replace`; with `replace`, each published
+    file so overwritten is first kept under history/ (`history_path`)."""
     from jaxsim.files import atomic_write  # imports jax: only when a file is written
 
     plans = [(d, plan(d, published, checks)) for d in run_dirs]
+    worse = replaced([r for _, p in plans for r in p.records], published, checks, scopes or {})
+    if worse and not replace:
+        lines = "\n  ".join(w.describe(published) for w in worse)
+        raise PublishError(
+            f"{', '.join(map(str, run_dirs))} not published, nothing was copied: it would "
+            f"replace published records with less:\n  {lines}\npass --replace to publish it "
+            f"anyway (each overwritten record is kept under {published / HISTORY}/)"
+        )
     written = []
+    overwritten = {dst for _, p in plans for _, dst in p.copies}
+    for w in worse:
+        if w.old.path in overwritten:
+            kept = history_path(w.old, published)
+            written.append(atomic_write(kept, w.old.path.read_bytes()))
+            print(f"replaced: {w.describe(published)}; the old record kept as {kept}")
+        else:
+            print(f"replaced: {w.describe(published)}; the old record stays, no longer shown")
     for run_dir, p in plans:
         for path, why in p.left_out:
             print(f"not published: {path}: {why}")

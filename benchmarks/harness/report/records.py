@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness.paths import MANIFEST
+from benchmarks.harness.paths import HISTORY, MANIFEST
 
 MODE_ORDER = ("full", "quick", "smoke")
 # Files beside the records that the report reads or makes itself: never "ignored".
@@ -129,12 +129,15 @@ def load_records(dirs: Iterable[Path], checks: Checks) -> Found:
     A JSON file that does not parse is invalid whatever its name; one that parses is a record
     if its "benchmark" is one of `checks` (or, lacking the field, if its name starts with one),
     and invalid if its check finds anything wrong with it. Other files (another suite's records,
-    logs) are not records: they are left alone and named in `Found.ignored`.
+    logs) are not records: they are left alone and named in `Found.ignored`, as are the
+    replaced records kept under a `history/` folder.
     """
     found = Found([], [], [])
     for d in dirs:
         for path in sorted(p for p in Path(d).rglob("*") if p.is_file()):
-            if path.name.startswith("."):
+            if HISTORY in path.relative_to(d).parts[:-1]:
+                found.ignored.append((path, "a replaced record, kept as history"))
+            elif path.name.startswith("."):
                 found.ignored.append((path, "a hidden file"))
             elif path.suffix != ".json":
                 if (why := _not_json(path)) is not None:
