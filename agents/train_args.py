@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import json
 import os
 import sys
 import tempfile
@@ -242,6 +243,27 @@ def check_no_run(out: str, overwrite: bool) -> None:
             f"--out: {out} already holds a run ({', '.join(found)}); pass --resume to continue "
             "it, --overwrite to replace it, or another --out"
         )
+    if found and not written_by_a_run(out):
+        raise ValueError(
+            f"--overwrite: {out} holds {', '.join(found)}, but no config.json a jaxsim run wrote "
+            f"(its 'format' starts with {RUN_FORMAT_PREFIX!r}): these files are not removed; "
+            "choose another --out"
+        )
+
+
+RUN_FORMAT_PREFIX = "jaxsim-agents-"
+
+
+def written_by_a_run(out: str) -> bool:
+    """True if `out` holds the config.json of a jaxsim run (every run writes one beside its
+    checkpoint): what `--overwrite` reads before removing a run's files, by their content
+    rather than their names."""
+    try:
+        with open(os.path.join(out, "config.json")) as f:
+            meta = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and str(meta.get("format", "")).startswith(RUN_FORMAT_PREFIX)
 
 
 def flag_text(name: str, value) -> str:

@@ -129,6 +129,17 @@ def test_overwrite_replaces_the_run_and_leaves_nothing_of_the_old_one(tmp_path, 
     assert json.loads((out / "eval.json").read_text()) == json.loads(json.dumps(summary["eval"]))
 
 
+def test_overwrite_removes_nothing_a_run_did_not_write(capsys, tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "config.json").write_text('{"my": "own settings"}')  # named like a run file
+    (out / "metrics.csv").write_text("a,b\n1,2\n")
+    err = _exits(capsys, [*TINY, "--out", str(out), "--overwrite"])
+    assert "--overwrite:" in err and "no config.json a jaxsim run wrote" in err
+    assert (out / "config.json").read_text() == '{"my": "own settings"}'
+    assert (out / "metrics.csv").exists()
+
+
 def test_resume_with_another_seed_is_refused_naming_both(capsys, finished_run):
     err = _exits(capsys, [*TINY, "--seed", "5", "--out", str(finished_run), "--resume"])
     assert "was trained with --seed 0, not --seed 5" in err and "pass --seed 0" in err
