@@ -1,4 +1,4 @@
-"""The algorithms `agents.train` runs and checkpoints name: "ppo", "dqn", "sac" -> Agent class."""
+"""The algorithms `agents.train` runs and checkpoints name ("ppo", "dqn", "sac", "pqn") -> class."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ _CLASSES = {
     "ppo": ("agents.ppo", "PPO"),
     "dqn": ("agents.dqn", "DQN"),
     "sac": ("agents.sac", "SAC"),
+    "pqn": ("agents.pqn", "PQN"),
 }
 ALGORITHMS = tuple(_CLASSES)
 

@@ -30,7 +30,12 @@ from jaxsim.files import atomic_write, finite_json, write_json_atomic
 # ppo/2: parameters are plain (kernel, bias) layers ({"actor", "critic", "log_std"}), no longer
 # flax module variables ({"params": {"actor_0": ...}}); ppo/3: the optimiser state is over the
 # flattened parameters (optax.flatten). Older files are refused by name.
-FORMATS = {"ppo": "jaxsim-agents-ppo/3", "dqn": "jaxsim-agents-dqn/1", "sac": "jaxsim-agents-sac/1"}
+FORMATS = {
+    "ppo": "jaxsim-agents-ppo/3",
+    "dqn": "jaxsim-agents-dqn/1",
+    "sac": "jaxsim-agents-sac/1",
+    "pqn": "jaxsim-agents-pqn/1",
+}
 assert set(FORMATS) == set(ALGORITHMS)
 
 

@@ -212,6 +212,44 @@ _PPO_MINATAR: dict[str, Any] = dict(
 # a 256-256 MLP, 200k steps). Not tuned on the native games.
 _DQN_MINATAR: dict[str, Any] = dict(_DQN_BREAKOUT)
 
+# PQN, the native MinAtar games: PureJaxQL's pqn_minatar.yaml (128 envs x 32 steps, 2 epochs of
+# 32 minibatches, lr 5e-4 annealed, RAdam, gradient norm 10, lambda 0.65, epsilon 1 -> 0.05 over
+# 10% of the run, 1e7 steps, no reward scaling) on PQNConfig's 256-256 LayerNorm MLP over the
+# flattened grid, cast to float (PureJaxQL: a 3x3 conv of 16 and a dense 128, each LayerNorm'd).
+# Progress (and a stop check, with --target-return) every 205k steps. Not tuned.
+_PQN_MINATAR: dict[str, Any] = dict(
+    total_steps=10_000_000,
+    num_envs=128,
+    num_steps=32,
+    update_epochs=2,
+    num_minibatches=32,
+    learning_rate=5e-4,
+    q_lambda=0.65,
+    end_e=0.05,
+    exploration_fraction=0.1,
+    reward_scale=1.0,
+    log_every=50,
+)
+
+# PQN, CartPole-v1: PureJaxQL's pqn_cartpole.yaml (the PQNConfig defaults: 500k steps, 4
+# epochs, RAdam, lambda 0.95, rewards x 0.1, a 256-256 LayerNorm net) with 16 envs x 32 steps in
+# 4 minibatches (32 x 64 in 16 there), lr 5e-4 annealed (1e-4) and epsilon 1 -> 0.05 over 10% of
+# the run (-> 0.2 over 20%), a stop check every 4096 steps. Tuned for steps to a confirmed 475,
+# 3 seeds per run (`--target-return 475`, 2-core CPU at load 3-7): PureJaxQL's settings solved
+# at 82k-123k steps (checks every 41k; every 8k: 49k-90k, 40 s a run); 16 envs x 32 steps at
+# lr 5e-4 with PureJaxQL's epsilon at 25k-41k (--seed 1: 12k-37k); these at 8k-53k over
+# --seed 0, 1, 2 (mean 27.3k, 17-36 s a run). No better: lambda 0.65 (16k-57k, mean 26.4k),
+# 128-128 nets, lr 1e-3 with 2 minibatches, 8 envs x 32 steps, a stop check every 2048 steps.
+_PQN_CARTPOLE: dict[str, Any] = dict(
+    num_envs=16,
+    num_steps=32,
+    num_minibatches=4,
+    learning_rate=5e-4,
+    end_e=0.05,
+    exploration_fraction=0.1,
+    log_every=8,  # a stop check every 4096 env steps per seed
+)
+
 MINATAR_GAMES = ("Asterix", "Breakout", "Freeway", "SpaceInvaders", "Seaquest")
 MINATAR_IDS = tuple(f"MinAtar/{game}-{v}" for game in MINATAR_GAMES for v in ("v0", "v1"))
 
@@ -239,6 +277,10 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "gymnax/Breakout-MinAtar": _DQN_BREAKOUT,
         **{env_id: _DQN_MINATAR for env_id in MINATAR_IDS},
     },
+    "pqn": {
+        "CartPole-v1": _PQN_CARTPOLE,
+        **{env_id: _PQN_MINATAR for env_id in MINATAR_IDS},
+    },
     # rl-zoo's sac.yml Pendulum-v1 (the SACConfig defaults).
     "sac": {
         "Pendulum-v1": {},
@@ -263,6 +305,7 @@ TARGETS: dict[str, dict[str, float]] = {
         "brax/inverted_pendulum": 1000.0,
     },
     "dqn": {"CartPole-v1": 475.0},
+    "pqn": {"CartPole-v1": 475.0},
     # brax's inverted_pendulum pays 1 per step upright over 1000-step episodes: 1000 is the most.
     "sac": {"brax/inverted_pendulum": 1000.0},
 }

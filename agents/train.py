@@ -1,6 +1,6 @@
-"""Command line: `python -m agents.train ppo|dqn|sac --env CartPole-v1 --seeds 4 --out DIR`.
+"""Command line: `python -m agents.train ppo|dqn|sac|pqn --env CartPole-v1 --seeds 4 --out DIR`.
 
-Every field of the algorithm's config (`PPOConfig`, `DQNConfig`, `SACConfig`) is a flag
+Every field of the algorithm's config (`PPOConfig`, `DQNConfig`, `SACConfig`, `PQNConfig`) is a flag
 (`--total-steps`, `--num-envs`, `--no-anneal-lr`, `--hidden 64,64`, ...; see `python -m
 agents.train ALGORITHM --help`), on top of the environment's preset (`agents/presets.py`).
 Seeds train at once as `jit(vmap(run))`, in chunks of `log_every` updates (`agents.loop`): a
@@ -22,7 +22,9 @@ NAME=LOW:HIGH` draws a params field uniformly every training episode (domain ran
 both (`env_overrides`, `uniform_params`), and `--resume` needs the same.
 Writes to `--out`: checkpoint.msgpack, config.json, metrics.csv, metrics.jsonl, curve.png,
 eval.json and episode.gif (watch it again: `python -m agents.play DIR`); an `--out` that holds
-a run is refused unless `--resume` continues it or `--overwrite` replaces it.
+a run is refused unless `--resume` continues it or `--overwrite` replaces it. `--logger
+tensorboard|wandb` (repeatable, or a comma list) logs the metrics rows there too
+(`agents.loggers`: <out>/tensorboard, <out>/wandb).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import numpy as np
 from jax.sharding import Mesh
 
 import jaxsim
-from agents import logs, play
+from agents import loggers, logs, play
 from agents.algorithms import ALGORITHMS, agent_type
 from agents.checkpoint import load_checkpoint, sampler_ranges, save_checkpoint, sync_sidecar
 from agents.loop import run_chunks
@@ -100,8 +102,12 @@ def main(argv: list[str] | None = None) -> dict:
     if note and not args.quiet:
         print(f"[{args.algorithm} {args.env}] {note}", flush=True)
     run = _prepare(parser, args, _command(argv))
-    runner, solved = _train(run)
-    return _finish(run, runner, solved)
+    resumed = run.ckpt.meta if run.ckpt else None
+    with loggers.open_loggers(args.loggers, run.out, _logged_config(run), resumed) as sink:
+        runner, solved = _train(run, sink)
+        summary = _finish(run, runner, solved)
+        sink.log_evaluation(summary["eval"])
+    return summary
 
 
 def _prepare(parser: argparse.ArgumentParser, args: argparse.Namespace, command: str) -> _Run:
@@ -114,6 +120,10 @@ def _prepare(parser: argparse.ArgumentParser, args: argparse.Namespace, command:
         check_seed_flag(parser, args.seed)
     if args.resume and args.overwrite:
         parser.error("--resume continues the run in --out, --overwrite replaces it: pass one")
+    try:  # before anything compiles: a logger asked for whose library is missing
+        loggers.check_installed(args.loggers)
+    except ValueError as e:
+        parser.error(str(e))
     mesh = None
     if args.devices is not None:
         devices = jax.devices()
@@ -335,8 +345,9 @@ def _load_for_resume(ckpt_path: str, args: argparse.Namespace, env: jaxsim.Env, 
     return ckpt
 
 
-def _train(run: _Run) -> tuple[Any, list[int | None]]:
-    """The chunked loop with progress, checkpoints and stop checks -> (runner, solved_update)."""
+def _train(run: _Run, sink: loggers.RunLoggers) -> tuple[Any, list[int | None]]:
+    """The chunked loop with progress, checkpoints and stop checks -> (runner, solved_update);
+    every metrics row also goes to `sink`, the --logger loggers."""
     args, config, ckpt, progress = run.args, run.config, run.ckpt, run.progress
     start = ckpt.meta["update"] if ckpt else 0
     if start < config.num_updates:  # the programs the first chunks call, compiled side by side
@@ -363,6 +374,7 @@ def _train(run: _Run) -> tuple[Any, list[int | None]]:
             "target_return": run.target,
             "solved_update": solved,
             "devices": args.devices,
+            **sink.meta(),  # the W&B run id, which --resume continues
         }
         sampler = run.agent.params_sampler
         save_checkpoint(run.ckpt_path, runner, config, run.env, args.seeds, extra, sampler)
@@ -370,7 +382,7 @@ def _train(run: _Run) -> tuple[Any, list[int | None]]:
     def on_chunk(report) -> None:
         # Rows every log_every updates and at the end, whatever the checkpoints cut chunks at.
         if report.done % config.log_every == 0 or report.done == config.num_updates:
-            progress.report_chunk(
+            row = progress.report_chunk(
                 report.done,
                 report.done * config.steps_per_update,
                 report.metrics,
@@ -378,6 +390,7 @@ def _train(run: _Run) -> tuple[Any, list[int | None]]:
                 sum(u is not None for u in report.solved_update),
                 confirm_returns=report.confirm_returns,
             )
+            sink.log_row(row)
         if args.checkpoint_every and report.done % args.checkpoint_every == 0:
             save(report.runner, report.solved_update)
 
@@ -496,6 +509,26 @@ def _ranges_text(ranges: dict | None) -> str:
     if not ranges:
         return "(none)"
     return " ".join(f"{name}={low}:{high}" for name, (low, high) in ranges.items())
+
+
+def _logged_config(run: _Run) -> dict[str, Any]:
+    """The run's config as the --logger loggers record it (W&B config, TensorBoard text): the
+    algorithm's config and the command's settings, named as in config.json."""
+    args = run.args
+    return finite_json(
+        {
+            "algorithm": args.algorithm,
+            "env_id": args.env,
+            "env_overrides": run.env.make_kwargs(),
+            "uniform_params": sampler_ranges(run.agent.params_sampler),
+            "num_seeds": args.seeds,
+            "seed": args.seed,
+            "target_return": run.target,
+            "devices": args.devices,
+            "command": run.command,
+            "config": run.config.to_dict(),
+        }
+    )
 
 
 def _command(argv: list[str] | None) -> str:

@@ -15,6 +15,7 @@ import numpy as np
 
 from agents.algorithms import ALGORITHMS, agent_type
 from agents.config import check_value, field_help
+from agents.loggers import logger_names
 from jaxsim import compile_cache
 
 
@@ -180,6 +181,18 @@ def build_parser(algorithm: str = "ppo") -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-plot", action="store_true", help="skip curve.png and episode.gif")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument(
+        "--logger",
+        dest="loggers",
+        metavar="NAME[,NAME]",
+        type=logger_names,
+        action="extend",
+        default=[],
+        help="repeatable or a comma list: also log every metrics row (and the final "
+        "evaluation) to tensorboard (<out>/tensorboard, tensorboardX; extra [tensorboard]) or "
+        "wandb (<out>/wandb, offline unless $WANDB_MODE says otherwise; extra [wandb]); "
+        "metrics.csv and metrics.jsonl are always written",
+    )
     parser.add_argument(
         "--profile",
         metavar="DIR",
