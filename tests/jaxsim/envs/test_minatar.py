@@ -294,7 +294,7 @@ def test_bad_input_is_named_before_any_work():
         env.step(KEY, batch, jnp.int32(0), params)
     with pytest.raises(ValueError, match=r"action must be an integer array of shape \(\)"):
         env.step(KEY, state, jnp.zeros(2, jnp.int32), params)
-    with pytest.raises(ValueError, match=r"state.ball_x has shape \(2,\).*one environment's"):
+    with pytest.raises(ValueError, match=r"state is a batch of 2 environments.*pick one"):
         env.render(batch)
 
 
