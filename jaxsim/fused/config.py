@@ -5,11 +5,13 @@ refusals (`unsupported_reason`: which environments and policies the kernel runs,
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 import jax
 
 from jaxsim.check_env import block_reason
 from jaxsim.core import Env
+from jaxsim.fused.compile_record import compile_reason
 from jaxsim.policies import MLPPolicy, OpenLoopPolicy, RandomPolicy
 from jaxsim.spaces import Box, Discrete
 
@@ -146,17 +148,44 @@ def refusal(reason: str) -> str:
 
 
 def auto_backend(env, policy) -> str:
-    """What `backend="auto"` runs: "fused" on a GPU for what the kernel compiles there, else "scan".
+    """What `backend="auto"` runs: "fused" on a GPU where the kernel compiles fast, else "scan".
 
     On a CPU the kernel only runs interpreted, far slower than the scan. On a GPU: "fused" for
     `RandomPolicy`, `OpenLoopPolicy` and `MLPPolicy` (whose Triton lowering the tests check for
     every environment), unless the action space is a Box of a size that is not a power of two
-    (an action is an array of that size, which Triton does not lower). Any other policy with
-    `act_from_seed` runs fused only when asked for explicitly.
+    (an action is an array of that size, which Triton does not lower), and only for a family
+    whose kernel the compile record (`jaxsim.fused.compile_record`: sm_90, `FusedConfig()`'s
+    defaults) shows compiling within 10 CPU-seconds, spilling little and fitting shared memory
+    (not an MLP of 64x64 or a MinAtar game but Breakout, for instance). Any other policy with
+    `act_from_seed` runs fused only when asked for explicitly. `auto_reason` says why the scan;
+    on a GPU it is logged once per reason (logger "jaxsim.fused").
     """
-    if jax.default_backend() != "gpu" or unsupported_reason(env, policy) is not None:
-        return "scan"
+    reason = auto_reason(env, policy)
+    if reason is None:
+        return "fused"
+    if jax.default_backend() == "gpu" and reason not in _LOGGED:
+        _LOGGED.add(reason)
+        logging.getLogger("jaxsim.fused").info("backend='auto' runs the scan: %s", reason)
+    return "scan"
+
+
+_LOGGED: set[str] = set()
+
+
+def auto_reason(env, policy) -> str | None:
+    """Why `backend="auto"` runs the scan for `env` and `policy`, or None where it runs the
+    fused kernel (`auto_backend`)."""
+    if jax.default_backend() != "gpu":
+        return "jax's default backend is not a GPU: the kernel would run interpreted"
+    reason = unsupported_reason(env, policy)
+    if reason is not None:
+        return reason
     if not (isinstance(policy, RandomPolicy | OpenLoopPolicy) or type(policy) is MLPPolicy):
-        return "scan"
+        return (
+            f"a {type(policy).__name__} runs fused only when asked for (backend='fused'): "
+            "auto takes RandomPolicy, OpenLoopPolicy and MLPPolicy"
+        )
     space = env.action_space(env.default_params)
-    return "scan" if isinstance(space, Box) and not is_power_of_two(space.size) else "fused"
+    if isinstance(space, Box) and not is_power_of_two(space.size):
+        return f"its actions are a Box of {space.size} components, which Triton does not lower"
+    return compile_reason(env, policy)

@@ -1,0 +1,88 @@
+"""backend="auto" on a GPU: the kernel only for families the sm_90 compile record shows fast.
+
+`jax.default_backend` is patched to "gpu": the routing reads the record, never a device.
+"""
+
+import json
+import logging
+from pathlib import Path
+
+import jax
+import pytest
+
+import jaxsim
+from benchmarks.gpu import hopper_compile
+from jaxsim.fused import auto_backend, compile_record
+from jaxsim.fused.config import auto_reason
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def on_gpu(monkeypatch):
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    monkeypatch.setattr(jaxsim.fused.config, "_LOGGED", set())
+
+
+def mlp(env, hidden):
+    return jaxsim.init_mlp_policy(jax.random.key(0), env, hidden=hidden)
+
+
+@pytest.mark.parametrize(
+    "env_id", ["CartPole-v1", "Pendulum-v1", "Acrobot-v1", "MinAtar/Breakout-v0"]
+)
+def test_random_actions_of_a_fast_family_run_the_kernel(on_gpu, env_id):
+    env = jaxsim.make(env_id)
+    assert auto_reason(env, jaxsim.random_policy(env)) is None
+    assert auto_backend(env, jaxsim.random_policy(env)) == "fused"
+
+
+def test_a_small_mlp_runs_the_kernel_and_the_benchmarks_mlp_the_scan(on_gpu):
+    env = jaxsim.make("CartPole-v1")
+    assert auto_backend(env, mlp(env, (12, 16))) == "fused"  # judged as the 16x16 measured
+    reason = auto_reason(env, mlp(env, (64, 64)))
+    assert "compiles in" in reason and "spilling" in reason and compile_record.RECORD in reason
+    assert auto_backend(env, mlp(env, (64, 64))) == "scan"
+
+
+def test_a_family_that_does_not_compile_in_time_runs_the_scan_and_says_why(on_gpu, caplog):
+    env = jaxsim.make("MinAtar/Breakout-v0")
+    policy = mlp(env, (64, 64))
+    assert "did not compile within" in auto_reason(env, policy)
+    with caplog.at_level(logging.INFO, logger="jaxsim.fused"):
+        assert auto_backend(env, policy) == "scan"
+        assert auto_backend(env, policy) == "scan"
+    logged = [r.getMessage() for r in caplog.records]
+    assert len(logged) == 1 and "backend='auto' runs the scan: MinAtar/Breakout-v0" in logged[0]
+
+
+def test_a_failing_default_names_the_configuration_that_compiles(on_gpu):
+    env = jaxsim.make("Swarm-v0", num_particles=16)
+    reason = auto_reason(env, jaxsim.random_policy(env))
+    assert "failed to compile" in reason and "FusedConfig(block_envs=" in reason
+    assert auto_backend(env, jaxsim.random_policy(env)) == "scan"
+
+
+def test_what_was_never_measured_runs_the_scan(on_gpu):
+    env = jaxsim.make("MinAtar/Breakout-v1")  # the minimal action set: not in the record
+    assert auto_reason(env, jaxsim.random_policy(env)).startswith("no compile record for")
+    cartpole = jaxsim.make("CartPole-v1")
+    assert "no compile record" in auto_reason(cartpole, mlp(cartpole, (128, 64)))
+    assert "no compile record" in auto_reason(cartpole, mlp(cartpole, (16, 16, 16)))
+
+
+def test_off_a_gpu_auto_runs_the_scan_and_says_so():
+    if jax.default_backend() == "gpu":
+        pytest.skip("a GPU is present")
+    env = jaxsim.make("CartPole-v1")
+    assert "not a GPU" in auto_reason(env, jaxsim.random_policy(env))
+
+
+def test_the_table_is_the_records():
+    """compile_record.MEASURED is what `hopper_compile --table` derives from the record it
+    names, for `FusedConfig()`'s defaults."""
+    record = json.loads((REPO / compile_record.RECORD).read_text())
+    assert hopper_compile.measured_rows([record]) == compile_record.MEASURED
+    defaults = jaxsim.FusedConfig()
+    measured = f"FusedConfig(block_envs={defaults.block_envs}, num_warps={defaults.num_warps})"
+    assert compile_record.MEASURED_CONFIG == measured
