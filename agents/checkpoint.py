@@ -119,6 +119,13 @@ def _sidecar(path: str) -> str:
 
 def read_meta(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(metadata, state dict) of a checkpoint file; a ValueError naming it if it is corrupt."""
+    return decode(path, tuple(FORMATS.values()), "checkpoint this version reads")
+
+
+def decode(path: str, formats: tuple[str, ...], kind: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(metadata, state dict) of a msgpack checkpoint whose format is one of `formats` (the
+    agents' and the decoupled learner's); a ValueError naming the file if it is corrupt, or
+    'not a `kind`' if it is another format."""
     try:
         with open(path, "rb") as f:
             payload = serialization.msgpack_restore(f.read())
@@ -130,11 +137,8 @@ def read_meta(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
             "delete it to train from scratch, or restore it from a copy"
         ) from None
     found = meta.get("format") if isinstance(meta, dict) else meta
-    if found not in FORMATS.values():
-        known = ", ".join(FORMATS.values())
-        raise ValueError(
-            f"{path}: not a checkpoint this version reads (format {found!r}; it reads {known})"
-        )
+    if found not in formats:
+        raise ValueError(f"{path}: not a {kind} (format {found!r}; it reads {', '.join(formats)})")
     return meta, state
 
 

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import serialization, struct
 
+from agents import checkpoint
 from agents.agent import compiler_options
 from agents.decoupled.actor import ActingParams, Segment
 from agents.decoupled.host_envs import EXTRA_INSTALL
@@ -148,22 +149,7 @@ def save_state(path: str, state: LearnerState, meta: dict[str, Any]) -> None:
 
 
 def _read(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    try:
-        with open(path, "rb") as f:
-            payload = serialization.msgpack_restore(f.read())
-        meta = json.loads(payload["meta"])
-        state = payload["state"]
-    except Exception as e:  # msgpack's, JSON's and layout errors all mean the same here
-        raise ValueError(
-            f"{path}: corrupt checkpoint, it could not be decoded ({type(e).__name__}: {e}); "
-            "delete it to train from scratch, or restore it from a copy"
-        ) from None
-    found = meta.get("format") if isinstance(meta, dict) else meta
-    if found != FORMAT:
-        raise ValueError(
-            f"{path}: not a decoupled checkpoint (format {found!r}; this reads {FORMAT})"
-        )
-    return meta, state
+    return checkpoint.decode(path, (FORMAT,), "decoupled checkpoint")
 
 
 def read_meta(path: str) -> dict[str, Any]:
