@@ -23,7 +23,6 @@ from agents import callbacks
 from agents.structs import Metrics
 from jaxsim.params import as_arrays
 from jaxsim.params_sampling import check_sampler
-from jaxsim.rollout import check_backend
 
 # XLA:CPU's LLVM at -O1 without its expensive passes: a training loop is many small kernels,
 # each an LLVM module, and these compile ~25% faster (process CPU time, CartPole PPO) while
@@ -140,7 +139,7 @@ class Agent:
         self.setup()
         # An unknown backend, or the fused one for an environment the kernel cannot run, fails
         # here, before anything compiles; checked without tracing a step (brax's traces in ~1 s).
-        check_backend(env, config.rollout_backend)
+        jaxsim.check_rollout(env, None, 1, backend=config.rollout_backend)
 
     def _check_params(self, argument: str, params, num_envs: int):
         """`params` (None: the env's default) as arrays, its leaves checked against their
@@ -348,8 +347,16 @@ def latest_return(traj: jaxsim.Trajectory, last_return: jax.Array):
     return jnp.where(episodes.count > 0, episodes.mean_return, last_return), episodes.count
 
 
-def train_fn(agent: Agent) -> Callable[[jax.Array], tuple[Any, Metrics]]:
-    """`train(key) -> (final runner, Metrics[num_updates])`: a whole run of `agent` from `key`."""
+def train_fn(agent: Agent, sweep=None) -> Callable[[jax.Array], tuple[Any, Metrics]]:
+    """`train(key) -> (final runner, Metrics[num_updates])`: a whole run of `agent` from `key`.
+
+    `sweep` ({name: values} of float hyperparameters, or an `agents.sweep.Sweep`): every
+    configuration of its grid from `key` in one program, leaves with a leading [num_configs]
+    axis (`agents.sweep.sweep_train`)."""
+    if sweep is not None:
+        from agents.sweep import as_sweep, sweep_train  # (agents.sweep imports this module)
+
+        return sweep_train(agent, as_sweep(agent.config, sweep))
 
     def train(key: jax.Array) -> tuple[Any, Metrics]:
         return agent.run(agent.init(key), agent.config.num_updates)

@@ -10,6 +10,7 @@ _CLASSES = {
     "dqn": ("agents.dqn", "DQN"),
     "sac": ("agents.sac", "SAC"),
     "pqn": ("agents.pqn", "PQN"),
+    "ppo_rnn": ("agents.ppo_rnn", "PPORNN"),
 }
 ALGORITHMS = tuple(_CLASSES)
 

@@ -25,7 +25,7 @@ from flax import serialization
 import jaxsim
 from agents.agent import Agent
 from agents.algorithms import ALGORITHMS, agent_type
-from jaxsim.files import atomic_write, finite_json, write_json_atomic
+from atomicfiles import atomic_write, finite_json, write_json_atomic
 
 # ppo/2: parameters are plain (kernel, bias) layers ({"actor", "critic", "log_std"}), no longer
 # flax module variables ({"params": {"actor_0": ...}}); ppo/3: the optimiser state is over the
@@ -35,6 +35,7 @@ FORMATS = {
     "dqn": "jaxsim-agents-dqn/1",
     "sac": "jaxsim-agents-sac/1",
     "pqn": "jaxsim-agents-pqn/1",
+    "ppo_rnn": "jaxsim-agents-ppo_rnn/1",
 }
 assert set(FORMATS) == set(ALGORITHMS)
 

@@ -166,9 +166,12 @@ def make_train(
     *,
     env_params=None,
     params_sampler=None,
+    sweep=None,
 ) -> Callable[[jax.Array], tuple[OffPolicyState, Metrics]]:
     """train(key) -> (final OffPolicyState, Metrics[num_updates]); jit it, or jit(vmap(train)).
 
     The training rollouts run on `env_params` (leaves shared or [num_envs, ...]) and draw
-    `params_sampler`'s fields every episode (see `agents.agent.Agent`)."""
-    return train_fn(DQN(config, env, env_params, progress, params_sampler=params_sampler))
+    `params_sampler`'s fields every episode (see `agents.agent.Agent`). `sweep`: every
+    configuration of a grid of float hyperparameters in one program (`agents.sweep`)."""
+    agent = DQN(config, env, env_params, progress, params_sampler=params_sampler)
+    return train_fn(agent, sweep)

@@ -41,7 +41,16 @@ class TensorBoardLogger:
     EXTRA = "tensorboard"
     FOLDER = "tensorboard"
 
-    def __init__(self, out: str, config: dict[str, Any], resumed: dict[str, Any] | None):
+    def __init__(
+        self,
+        out: str,
+        config: dict[str, Any],
+        resumed: dict[str, Any] | None,
+        group: str | None = None,
+    ):
+        # `group` (a sweep's): each configuration's events are in its own <out>, and a
+        # `--logdir` above them shows them side by side; nothing else groups them.
+        del group
         from tensorboardX import SummaryWriter
 
         folder = os.path.join(out, self.FOLDER)
@@ -78,7 +87,13 @@ class WandbLogger:
     MODULE = "wandb"
     EXTRA = "wandb"
 
-    def __init__(self, out: str, config: dict[str, Any], resumed: dict[str, Any] | None):
+    def __init__(
+        self,
+        out: str,
+        config: dict[str, Any],
+        resumed: dict[str, Any] | None,
+        group: str | None = None,
+    ):
         import wandb
 
         run_id = (resumed or {}).get("wandb_run_id")
@@ -88,6 +103,7 @@ class WandbLogger:
             mode=os.environ.get("WANDB_MODE", "offline"),
             name=os.path.basename(os.path.abspath(out)),
             config=config,
+            group=group,  # a sweep's configurations: one W&B group
             id=run_id,
             resume="allow" if run_id else None,
             # The progress lines are in metrics.jsonl already: stdout is left alone.
@@ -201,9 +217,14 @@ class RunLoggers:
 
 
 def open_loggers(
-    names: Iterable[str], out: str, config: dict[str, Any], resumed: dict[str, Any] | None
+    names: Iterable[str],
+    out: str,
+    config: dict[str, Any],
+    resumed: dict[str, Any] | None,
+    group: str | None = None,
 ) -> RunLoggers:
     """The loggers of `names` (`LOGGERS`; each once) for the run in `out`, whose config
     (JSON-serialisable) they record; `resumed`: the metadata of the checkpoint a `--resume`
-    continues (`steps`, and what `RunLoggers.meta` kept), None for a fresh run."""
-    return RunLoggers([LOGGERS[name](out, config, resumed) for name in dict.fromkeys(names)])
+    continues (`steps`, and what `RunLoggers.meta` kept), None for a fresh run; `group`: the
+    sweep the run is a configuration of (a W&B group), None for a run of its own."""
+    return RunLoggers([LOGGERS[name](out, config, resumed, group) for name in dict.fromkeys(names)])

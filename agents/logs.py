@@ -16,7 +16,7 @@ from typing import Any, TextIO
 import jax
 import numpy as np
 
-from jaxsim.files import atomic_write, finite_json, write_figure_atomic
+from atomicfiles import atomic_write, finite_json, write_figure_atomic
 
 BASE_FIELDS = (
     "update",

@@ -2,7 +2,7 @@
 
 Progress is read from each chunk's returned `Metrics` instead of a host callback inside the
 jitted loop, so the loop holds no callback and JAX's persistent compilation cache can store it
-(`jaxsim.compile_cache`). With a target return, every chunk ends with a deterministic evaluation
+(`agents.compile_cache`). With a target return, every chunk ends with a deterministic evaluation
 of each seed (`Agent.evaluate`, the stop check). Solved means solved: a seed the stop check finds
 at the target is solved only if an independent evaluation (`independent_evaluation`: at least
 `MIN_EPISODES` episodes, keys apart from the stop check's, the run's final evaluation itself)
@@ -32,20 +32,21 @@ MIN_EPISODES = 32
 """Episodes per seed, at least, of the evaluation that confirms a seed solved (and of eval.json)."""
 
 
-def check_keys(seed: int, num_seeds: int, update: int) -> jax.Array:
+def check_keys(seed: int, num_seeds: int, update: int, configs: int = 1) -> jax.Array:
     """Keys of the stop check after `update` updates: one per seed, apart from the final
-    evaluation's (`evaluation_keys`), and the same on a resumed run."""
+    evaluation's (`evaluation_keys`), and the same on a resumed run. `configs`: a sweep's
+    configurations, each with the same seeds' keys (rows configuration-major, `agents.sweep`)."""
     key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), 2), update)
-    return jax.random.split(key, num_seeds)
+    return jnp.tile(jax.random.split(key, num_seeds), configs)
 
 
-def evaluation_keys(seed: int, num_seeds: int, batch: int = 0) -> jax.Array:
+def evaluation_keys(seed: int, num_seeds: int, batch: int = 0, configs: int = 1) -> jax.Array:
     """Keys of batch `batch` of a run's final (and confirming) evaluation: one per seed, from
-    the run's `--seed`; never one of the stop checks' (`check_keys`)."""
+    the run's `--seed`; never one of the stop checks' (`check_keys`). `configs`: as there."""
     key = jax.random.fold_in(jax.random.key(seed), 1)
     if batch:  # batch 0 keeps the keys runs used before evaluations came in batches
         key = jax.random.fold_in(key, batch)
-    return jax.random.split(key, num_seeds)
+    return jnp.tile(jax.random.split(key, num_seeds), configs)
 
 
 def evaluation_batches(eval_envs: int, min_episodes: int = MIN_EPISODES) -> int:
@@ -54,19 +55,26 @@ def evaluation_batches(eval_envs: int, min_episodes: int = MIN_EPISODES) -> int:
 
 
 def independent_evaluation(
-    agent: Agent, runner, seed: int, num_seeds: int, min_episodes: int = MIN_EPISODES
+    agent: Agent,
+    runner,
+    seed: int,
+    num_seeds: int,
+    min_episodes: int = MIN_EPISODES,
+    configs: int = 1,
 ) -> np.ndarray:
     """The deterministic evaluation that confirms a seed solved, and the run's final one.
 
     `evaluation_batches` calls of the agent's jitted evaluation (`config.eval_envs` episodes
     each, one compiled program shared with the stop checks), keys from `evaluation_keys`.
+    `configs`: the runner holds a sweep's rows, `num_seeds` seeds per configuration.
 
     Returns:
-      float32 [num_seeds, episodes] returns, episodes = batches * eval_envs >= min_episodes.
+      float32 [configs * num_seeds, episodes] returns, episodes = batches * eval_envs >=
+      min_episodes.
     """
     evaluate = agent.jit_evaluate()
     batches = evaluation_batches(agent.config.eval_envs, min_episodes)
-    parts = [evaluate(runner, evaluation_keys(seed, num_seeds, b)) for b in range(batches)]
+    parts = [evaluate(runner, evaluation_keys(seed, num_seeds, b, configs)) for b in range(batches)]
     return np.concatenate([np.asarray(p) for p in parts], axis=1)
 
 
@@ -150,6 +158,7 @@ def run_chunks(
     boundary: int | None = None,
     on_chunk: Callable[[ChunkReport], None] | None = None,
     one_seed_at_a_time: bool = False,
+    configs: int = 1,
 ):
     """Runs the stacked `runner` to `num_updates` updates in chunks; stops early once every seed
     is solved. Returns (runner, solved_update).
@@ -178,11 +187,18 @@ def run_chunks(
         one up to float rounding (the programs round apart by an ulp), which a long run can
         grow into other trajectories (SAC Pendulum: seeds solved at 3k, 3k, 3k steps one at a
         time, 5k, 3k, 6k vmapped). Not for accelerators, where vmapped seeds run in parallel.
+      configs: the runner holds the rows of a sweep (`agents.sweep.Swept`), `configs`
+        configurations of the same seeds, configuration-major: every configuration's stop
+        checks draw the keys its own run would. Each row is solved and frozen on its own.
     """
     check_value("run_chunks", "chunk", chunk, ge=1)
     if boundary:
         check_value("run_chunks", "boundary", boundary, ge=1)
     num_seeds = int(np.shape(runner.update)[0])
+    check_value("run_chunks", "configs", configs, ge=1)
+    if num_seeds % configs:
+        raise ValueError(f"run_chunks: {num_seeds} rows are not {configs} configurations' seeds")
+    seeds_per_config = num_seeds // configs
     solved_update = list(solved_update or [None] * num_seeds)
     if len(solved_update) != num_seeds:
         raise ValueError(
@@ -205,11 +221,13 @@ def run_chunks(
         # Stop checks at multiples of `chunk` (and the end) only: a chunk cut short at a
         # `boundary` (a checkpoint) checks nothing, so the cadence of checkpoints changes nothing.
         if target is not None and (done % chunk == 0 or done == num_updates):
-            keys = check_keys(seed, num_seeds, done)
+            keys = check_keys(seed, seeds_per_config, done, configs)
             returns = np.asarray(agent.jit_evaluate()(new, keys)).mean(axis=1)
             candidates = ~frozen & (returns >= target)
             if candidates.any():
-                independent = independent_evaluation(agent, new, seed, num_seeds)
+                independent = independent_evaluation(
+                    agent, new, seed, seeds_per_config, configs=configs
+                )
                 confirm = np.where(candidates, independent.mean(axis=1), np.nan)
                 for s in np.flatnonzero(candidates):
                     if confirmed(returns[s], independent[s], target):

@@ -191,3 +191,23 @@ def temperature_loss(log_alpha: jax.Array, log_prob: jax.Array, target_entropy: 
     """-mean(log_alpha * (log pi + target_entropy)) with log pi [B] held fixed -> scalar: raises
     alpha while the policy's entropy is below the target, lowers it above (as SB3's SAC)."""
     return -jnp.mean(log_alpha * jax.lax.stop_gradient(log_prob + target_entropy))
+
+
+# ----------------------------------------------------------------------------- a gradient step
+def gradient_step(loss_fn, optimizer, params, opt_state):
+    """One optimiser step on `loss_fn(params) -> (scalar loss, info)`, its phases named for the
+    profiler (`loss`, `backward`, `optimizer`) -> (params, opt_state, info).
+
+    The backward pass is `jax.vjp`'s, so the forward pass runs once; every agent's minibatch
+    step is this function on its own loss.
+    """
+    import optax
+
+    with jax.named_scope("loss"):
+        loss, vjp_fn, info = jax.vjp(loss_fn, params, has_aux=True)
+    with jax.named_scope("backward"):
+        (grads,) = vjp_fn(jnp.ones_like(loss))
+    with jax.named_scope("optimizer"):
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        params = optax.apply_updates(params, updates)
+    return params, opt_state, info

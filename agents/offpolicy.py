@@ -11,11 +11,10 @@ from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
-import optax
 from flax import struct
 
 import jaxsim
-from agents import replay
+from agents import losses, replay
 from agents.agent import Agent, latest_return
 from agents.config import AgentConfig, config_field, override
 from jaxsim.policies import flat_obs
@@ -188,15 +187,12 @@ class OffPolicy(Agent):
         k_sample, k_loss = jax.random.split(key)
         with jax.named_scope("replay"):
             batch = replay.sample(buffer, k_sample, c.batch_size)
-        with jax.named_scope("loss"):
-            loss, vjp_fn, info = jax.vjp(
-                lambda p: self.loss(p, learner.target, batch, k_loss), learner.params, has_aux=True
-            )
-        with jax.named_scope("backward"):
-            (grads,) = vjp_fn(jnp.ones_like(loss))
-        with jax.named_scope("optimizer"):
-            updates, opt_state = self.optimizer.update(grads, learner.opt_state, learner.params)
-            params = optax.apply_updates(learner.params, updates)
+        params, opt_state, info = losses.gradient_step(
+            lambda p: self.loss(p, learner.target, batch, k_loss),
+            self.optimizer,
+            learner.params,
+            learner.opt_state,
+        )
         grad_steps = learner.grad_steps + 1
         with jax.named_scope("target_update"):
             due = grad_steps % c.target_update_every == 0

@@ -112,20 +112,34 @@ class PPOConfig(AgentConfig):
             )
 
 
+def ppo_optimizer(config: PPOConfig) -> optax.GradientTransformation:
+    """Adam after global-norm clipping, its learning rate annealed linearly to 0 over the run's
+    gradient steps where `anneal_lr`. On one flat vector: a dozen parameter arrays would each get
+    their own clip and Adam ops, about a third of the training loop's program (and of its
+    compile time)."""
+    lr = config.learning_rate
+    if config.anneal_lr:
+        grad_steps = config.update_epochs * config.num_minibatches
+        lr = optax.linear_schedule(lr, 0.0, config.num_updates * grad_steps)
+    return optax.flatten(
+        optax.chain(
+            optax.clip_by_global_norm(config.max_grad_norm), optax.adam(lr, eps=config.adam_eps)
+        )
+    )
+
+
 class PPOLearner:
     """PPO's learning half, apart from any environment: networks, optimiser, normalisers and
     `learn` (GAE, then epochs of minibatch steps on one batch of transitions).
 
-    `PPO` is one (its rollouts come from `jaxsim.rollout`); `agents.decoupled` runs the same
-    `learn` on segments that actor threads collect from host simulators.
+    `PPO` holds one (its rollouts come from `jaxsim.rollout`); `agents.decoupled` holds one too
+    and runs the same `learn` on segments that actor threads collect from host simulators.
     """
 
-    config: PPOConfig
-
-    def setup_learning(self, obs_space, action_space, env_name: str) -> None:
+    def __init__(self, config: PPOConfig, obs_space, action_space, env_name: str):
         """Builds the networks' init, the normalisers and the optimiser for these spaces
         (`jaxsim.Box` observations; `jaxsim.Discrete` or rank-1 `jaxsim.Box` actions)."""
-        config = self.config
+        self.config = config
         self.init_params = actor_critic_init(
             obs_space,
             action_space,
@@ -137,18 +151,7 @@ class PPOLearner:
         )
         self.obs_norm = observation_normalizer(obs_space.shape)
         self.reward_scaler = reward_scaler(config.num_envs, config.gamma)
-        grad_steps = config.update_epochs * config.num_minibatches
-        lr = config.learning_rate
-        if config.anneal_lr:
-            lr = optax.linear_schedule(lr, 0.0, config.num_updates * grad_steps)
-        # On one flat vector: a dozen parameter arrays would each get their own clip and Adam
-        # ops, about a third of the training loop's program (and of its compile time).
-        self.optimizer = optax.flatten(
-            optax.chain(
-                optax.clip_by_global_norm(config.max_grad_norm),
-                optax.adam(lr, eps=config.adam_eps),
-            )
-        )
+        self.optimizer = ppo_optimizer(config)
 
     def learn(
         self,
@@ -230,14 +233,10 @@ class PPOLearner:
         return jax.lax.scan(functools.partial(self._minibatch, obs_stats), train, minibatches)
 
     def _minibatch(self, obs_stats, train: TrainState, mb: Batch):
-        with jax.named_scope("loss"):
-            loss_fn = functools.partial(self._loss, obs_stats=obs_stats, mb=mb)
-            loss, vjp_fn, info = jax.vjp(loss_fn, train.params, has_aux=True)
-        with jax.named_scope("backward"):
-            (grads,) = vjp_fn(jnp.ones_like(loss))
-        with jax.named_scope("optimizer"):
-            updates, opt_state = self.optimizer.update(grads, train.opt_state, train.params)
-            params = optax.apply_updates(train.params, updates)
+        loss_fn = functools.partial(self._loss, obs_stats=obs_stats, mb=mb)
+        params, opt_state, info = losses.gradient_step(
+            loss_fn, self.optimizer, train.params, train.opt_state
+        )
         return TrainState(params, opt_state), info
 
     def _loss(self, params, obs_stats, mb: Batch):
@@ -255,30 +254,32 @@ class PPOLearner:
         return total, LossInfo(total, policy_loss, v_loss, entropy, approx_kl, clip_fraction)
 
 
-class PPO(Agent, PPOLearner):
+class PPO(Agent):
     """PPO on one jaxsim environment: `init(key)`, `update(runner)`, `run(runner, n)`, `evaluate`.
 
-    See `agents.agent.Agent` for what every agent shares (the run loop, progress, evaluation).
+    An update is a rollout (`Agent.rollout`, i.e. `jaxsim.rollout`) and the learner's `learn`
+    (GAE, the losses in `agents.losses`, the optimiser step). See `agents.agent.Agent` for what
+    every agent shares (the run loop, progress, evaluation).
     """
 
     name = "ppo"
     config_type = PPOConfig
 
     def setup(self) -> None:
-        self.setup_learning(
-            self.env.observation_space(self.env.default_params), self.action_space, self.env.id
-        )
+        obs_space = self.env.observation_space(self.env.default_params)
+        self.learner = PPOLearner(self.config, obs_space, self.action_space, self.env.id)
 
     # ------------------------------------------------------------------------------------ state
     def init(self, key: jax.Array) -> RunnerState:
         k_net, k_env, k_run = jax.random.split(key, 3)
-        params = self.init_params(k_net)
+        learner = self.learner
+        params = learner.init_params(k_net)
         env_state = self.initial_state(k_env)
         return RunnerState(
             params=params,
-            opt_state=self.optimizer.init(params),
-            obs_stats=self.obs_norm.init(),
-            reward_state=self.reward_scaler.init(),
+            opt_state=learner.optimizer.init(params),
+            obs_stats=learner.obs_norm.init(),
+            reward_state=learner.reward_scaler.init(),
             env_state=env_state,
             key=k_run,
             update=jnp.int32(0),
@@ -297,7 +298,7 @@ class PPO(Agent, PPOLearner):
         policy = self.policy(runner)
         with jax.named_scope("rollout"):
             traj = self.rollout(policy, k_rollout, runner.env_state)
-        train, obs_stats, reward_state, info = self.learn(
+        train, obs_stats, reward_state, info = self.learner.learn(
             TrainState(runner.params, runner.opt_state),
             runner.obs_stats,
             runner.reward_state,
@@ -326,11 +327,13 @@ def make_train(
     *,
     env_params=None,
     params_sampler=None,
+    sweep=None,
 ) -> Callable[[jax.Array], tuple[RunnerState, Metrics]]:
     """train(key) -> (final RunnerState, Metrics[num_updates]); jit it, or jit(vmap(train)).
 
     With a `mesh`, rollouts are split over its `jaxsim.ENV_AXIS` axis. The training rollouts
     run on `env_params` (leaves shared or [num_envs, ...]) and draw `params_sampler`'s fields
-    every episode (see `Agent`)."""
+    every episode (see `Agent`). `sweep` ({name: values} of float hyperparameters,
+    `agents.sweep`): every configuration of the grid in one program, leaves [num_configs, ...]."""
     agent = PPO(config, env, env_params, progress, mesh, params_sampler=params_sampler)
-    return train_fn(agent)
+    return train_fn(agent, sweep)

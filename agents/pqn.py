@@ -22,6 +22,7 @@ import optax
 from flax import struct
 
 import jaxsim
+from agents import losses
 from agents.agent import Agent, latest_return, train_fn
 from agents.config import AgentConfig, config_field, override
 from agents.networks import HIDDEN_GAIN
@@ -371,15 +372,9 @@ class PQN(Agent):
         return jax.lax.scan(self._minibatch, train, minibatches)
 
     def _minibatch(self, train: PQNTrainState, mb: PQNBatch):
-        with jax.named_scope("loss"):
-            loss, vjp_fn, info = jax.vjp(
-                functools.partial(self.loss, mb=mb), train.params, has_aux=True
-            )
-        with jax.named_scope("backward"):
-            (grads,) = vjp_fn(jnp.ones_like(loss))
-        with jax.named_scope("optimizer"):
-            updates, opt_state = self.optimizer.update(grads, train.opt_state, train.params)
-            params = optax.apply_updates(train.params, updates)
+        params, opt_state, info = losses.gradient_step(
+            functools.partial(self.loss, mb=mb), self.optimizer, train.params, train.opt_state
+        )
         return PQNTrainState(params, opt_state), info
 
     def loss(self, params, mb: PQNBatch):
@@ -402,11 +397,13 @@ def make_train(
     *,
     env_params=None,
     params_sampler=None,
+    sweep=None,
 ) -> Callable[[jax.Array], tuple[PQNState, Metrics]]:
     """train(key) -> (final PQNState, Metrics[num_updates]); jit it, or jit(vmap(train)).
 
     With a `mesh`, rollouts are split over its `jaxsim.ENV_AXIS` axis. The training rollouts
     run on `env_params` (leaves shared or [num_envs, ...]) and draw `params_sampler`'s fields
-    every episode (see `agents.agent.Agent`)."""
+    every episode (see `agents.agent.Agent`). `sweep`: every configuration of a grid of float
+    hyperparameters in one program (`agents.sweep`)."""
     agent = PQN(config, env, env_params, progress, mesh, params_sampler=params_sampler)
-    return train_fn(agent)
+    return train_fn(agent, sweep)

@@ -24,7 +24,9 @@ Writes to `--out`: checkpoint.msgpack, config.json, metrics.csv, metrics.jsonl, 
 eval.json and episode.gif (watch it again: `python -m agents.play DIR`); an `--out` that holds
 a run is refused unless `--resume` continues it or `--overwrite` replaces it. `--logger
 tensorboard|wandb` (repeatable, or a comma list) logs the metrics rows there too
-(`agents.loggers`: <out>/tensorboard, <out>/wandb).
+(`agents.loggers`: <out>/tensorboard, <out>/wandb). `--sweep NAME=V1,V2,...` (repeatable)
+trains every combination of float hyperparameter values x `--seeds` in one program, a run
+folder per configuration and a table of them (`agents.sweep_run`).
 """
 
 from __future__ import annotations
@@ -60,11 +62,8 @@ from agents.train_args import (
     resume_changes,
     setup_cache,
 )
-from jaxsim.envs import size_cpu_pool
-from jaxsim.files import finite_json, remove_stale_temporaries, write_json_atomic
-from jaxsim.memory import check_memory
+from atomicfiles import finite_json, remove_stale_temporaries, write_json_atomic
 from jaxsim.profiler import check_output_dir
-from jaxsim.trajectory import OUTPUT_PRESETS
 
 
 @dataclasses.dataclass
@@ -98,9 +97,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser = build_parser(given[0] if given and given[0] in ALGORITHMS else "ppo")
     args = parser.parse_args(argv)
     # Before anything starts JAX: XLA reads its CPU pool size once, then.
-    note = size_cpu_pool(args.env)
+    note = jaxsim.size_cpu_pool(args.env)
     if note and not args.quiet:
         print(f"[{args.algorithm} {args.env}] {note}", flush=True)
+    if args.sweep:  # configurations x seeds in one program, a run folder per configuration
+        from agents.sweep_run import main as sweep_main
+
+        return sweep_main(parser, args, _command(argv))
     run = _prepare(parser, args, _command(argv))
     resumed = run.ckpt.meta if run.ckpt else None
     with loggers.open_loggers(args.loggers, run.out, _logged_config(run), resumed) as sink:
@@ -233,7 +236,7 @@ def _check_memory(agent, num_seeds: int, film: bool) -> None:
     """A ValueError naming --num-envs or --eval-envs, with how many fit, where the run's
     rollouts would not fit in free memory: the training rollouts of every seed at once, the
     evaluations (`agent.evaluate`, every seed at once) and the filmed one (`play.film_episode`).
-    The estimate is `jaxsim.rollout`'s own (`jaxsim.memory.check_memory`), made before any
+    The estimate is `jaxsim.rollout`'s own (`jaxsim.check_rollout`), made before any
     work; on a mesh, per device."""
     c, env = agent.config, agent.env
     devices = agent.mesh.shape[jaxsim.ENV_AXIS] if agent.mesh is not None else 1
@@ -242,18 +245,21 @@ def _check_memory(agent, num_seeds: int, film: bool) -> None:
     evaluated = ("terminated", "truncated", "episode_return")  # what Agent.evaluate keeps
     # (flag, its value, seeds at once, (steps, params), outputs kept)
     rollouts = [
-        ("--num-envs", c.num_envs, num_seeds, train, OUTPUT_PRESETS["all"]),
+        ("--num-envs", c.num_envs, num_seeds, train, "all"),
         ("--eval-envs", c.eval_envs, num_seeds, evaluate, evaluated),
     ]
     if film:
-        rollouts.append(("--eval-envs", c.eval_envs, 1, evaluate, OUTPUT_PRESETS["all"]))
+        rollouts.append(("--eval-envs", c.eval_envs, 1, evaluate, "all"))
     for flag, asked, seeds, (steps, params), outputs in rollouts:
         training = flag == "--num-envs"
 
         def fits(n: int, seeds=seeds, steps=steps, params=params, outputs=outputs, given=training):
             envs = max(1, n * seeds // devices)
             try:
-                check_memory(env, policy, jax.random.key(0), steps, envs, outputs, params, given)
+                jaxsim.check_rollout(
+                    env, policy, steps, num_envs=envs, params=params, outputs=outputs,
+                    state_given=given,
+                )  # fmt: skip
             except MemoryError:
                 return False
             return True
@@ -421,24 +427,9 @@ def _finish(run: _Run, runner, solved: list[int | None]) -> dict:
     returns = play.evaluate(run.agent, runner, args.seed, args.seeds)
     per_seed = returns.mean(axis=1)
     solved_flags = [u is not None for u in solved] if target is not None else None
-    evaluation = {
-        "env": args.env,
-        "deterministic": True,
-        "episodes_per_seed": int(returns.shape[1]),
-        "mean_return": float(per_seed.mean()),
-        "std_return_over_seeds": float(per_seed.std()),
-        "per_seed_mean_return": per_seed.tolist(),
-        "steps_per_seed": done * config.steps_per_update,
-        "target_return": target,
-        # Per seed: solved means its stop check and the independent evaluation (these episodes,
-        # keys apart from the stop check's) both reached the target (agents.loop.confirmed).
-        "solved_per_seed": solved_flags,
-        # Per seed, the env steps at which it was solved (None: never).
-        "steps_to_target_per_seed": [
-            None if u is None else u * config.steps_per_update for u in solved
-        ],
-        "wall_time": run.progress.wall_time(),
-    }
+    evaluation = evaluation_summary(
+        args.env, config, returns, done, target, solved, run.progress.wall_time()
+    )
     write_json_atomic(os.path.join(out, "eval.json"), finite_json(evaluation))
     curve = None
     if not args.no_plot and run.progress.rows:
@@ -488,6 +479,38 @@ def _finish(run: _Run, runner, solved: list[int | None]) -> dict:
         )
         raise SystemExit(1)
     return summary
+
+
+def evaluation_summary(
+    env_id: str,
+    config,
+    returns: np.ndarray,
+    done: int,
+    target: float | None,
+    solved: list[int | None],
+    wall_time: float,
+) -> dict[str, Any]:
+    """eval.json of a run: the final evaluation's `returns` [num_seeds, episodes] after `done`
+    updates, with each seed's solved flag and steps to `target` (None: no target, or never)."""
+    per_seed = returns.mean(axis=1)
+    return {
+        "env": env_id,
+        "deterministic": True,
+        "episodes_per_seed": int(returns.shape[1]),
+        "mean_return": float(per_seed.mean()),
+        "std_return_over_seeds": float(per_seed.std()),
+        "per_seed_mean_return": per_seed.tolist(),
+        "steps_per_seed": done * config.steps_per_update,
+        "target_return": target,
+        # Per seed: solved means its stop check and the independent evaluation (these episodes,
+        # keys apart from the stop check's) both reached the target (agents.loop.confirmed).
+        "solved_per_seed": [u is not None for u in solved] if target is not None else None,
+        # Per seed, the env steps at which it was solved (None: never).
+        "steps_to_target_per_seed": [
+            None if u is None else u * config.steps_per_update for u in solved
+        ],
+        "wall_time": wall_time,
+    }
 
 
 def _check_same_env(path: str, saved: jaxsim.Env, asked: jaxsim.Env) -> None:

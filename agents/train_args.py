@@ -13,10 +13,10 @@ import typing
 
 import numpy as np
 
+from agents import compile_cache
 from agents.algorithms import ALGORITHMS, agent_type
 from agents.config import check_value, field_help
 from agents.loggers import logger_names
-from jaxsim import compile_cache
 
 
 def _int_tuple(text: str) -> tuple[int, ...]:
@@ -78,6 +78,40 @@ def param_flag(text: str) -> ParamFlag:
         ) from None
 
 
+@dataclasses.dataclass(frozen=True)
+class SweepFlag:
+    """One `--sweep NAME=V1,V2,...`: a float hyperparameter and its values (`agents.sweep`)."""
+
+    text: str  # as given, for messages
+    name: str
+    values: tuple[float, ...]
+
+
+def sweep_flag(text: str) -> SweepFlag:
+    """Parses `--sweep NAME=V1,V2,...` (the name and values are checked against the config
+    later, by `agents.sweep.check_sweep`)."""
+    name, sep, rest = text.partition("=")
+    name = name.strip()
+    words = [w.strip() for w in rest.split(",")]
+    if not sep or not name.isidentifier() or not all(words):
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=V1,V2,... (a config field and numbers separated by commas, e.g. "
+            f"learning_rate=1e-4,3e-4), got {text!r}"
+        )
+    values = []
+    for word in words:
+        try:
+            value = float(word)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: {word!r} is not a number (expected NAME=V1,V2,...)"
+            ) from None
+        if not np.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text!r}: {word!r} is not a finite number")
+        values.append(value)
+    return SweepFlag(text, name, tuple(values))
+
+
 RUN_FILES = (
     "checkpoint.msgpack",
     "config.json",
@@ -128,6 +162,18 @@ def build_parser(algorithm: str = "ppo") -> argparse.ArgumentParser:
         "LOW..HIGH inclusive). Evaluation runs on the environment's params without the ranges",
     )
     parser.add_argument("--seeds", type=int, default=1, help="seeds trained at once (vmap)")
+    parser.add_argument(
+        "--sweep",
+        dest="sweep",
+        metavar="NAME=V1,V2,...",
+        type=sweep_flag,
+        action="append",
+        default=[],
+        help="repeatable; train every combination of these values of float hyperparameters "
+        "(learning_rate, ent_coef, gamma, ...: no sizes) x --seeds in one program; each "
+        "configuration writes its run to <out>/config_<i>, the sweep its table (sweep.csv, "
+        "sweep.md), sweep.png and the best configuration (sweep.json)",
+    )
     parser.add_argument(
         "--seed", type=int, default=None, help="base PRNG seed (default 0; --resume: the run's)"
     )

@@ -14,7 +14,7 @@ runs/bench/<run id>/ (ignored by git; or --out), prints the summary table and th
 and changes no tracked file. Only `report --publish` copies records into benchmarks/results/ and
 rewrites benchmarks/RESULTS.md and the README's results section.
 
-Each suite runs as its own process (`python -m benchmarks.<module> ...`, sizes chosen per mode)
+Each suite runs as its own process (`python -m benchmarks.<suite>.measure ...`, sizes per mode)
 and writes its JSON record, with provenance, atomically into the output directory; a suite whose
 module is missing, that fails or that times out is recorded as skipped or failed with the reason,
 and the run carries on. `runs.jsonl` in the output directory gets one appended line per suite

@@ -128,23 +128,23 @@ phase_command() {  # NAME LIMIT: sets `cmd` to the phase's command, for a GPU or
             --tests-json "$r/cpu_lowering.json")
         [[ $mode == gpu ]] && cmd+=("${xdist[@]}") ;;
     scaling:gpu)  # a parent and a child process share the GPU: neither may take 75% of it
-        cmd=(env XLA_PYTHON_CLIENT_PREALLOCATE=false "$py" -m benchmarks.scaling --quick
+        cmd=(env XLA_PYTHON_CLIENT_PREALLOCATE=false "$py" -m benchmarks.scaling.measure --quick
             --backends "scan,fused" --steps 64 --num-envs 1048576 --out "$r/scaling.json") ;;
     scaling:dry_run)
-        cmd=("$py" -m benchmarks.scaling --quick --backends "scan,fused" --devices 1 --steps 4
+        cmd=("$py" -m benchmarks.scaling.measure --quick --backends "scan,fused" --devices 1 --steps 4
             --num-envs 64 --min-time 0 --out "$r/scaling.json") ;;
     fusion:gpu)
-        cmd=("$py" -m benchmarks.fusion --quick --envs CartPole-v1 --policies "random,mlp"
+        cmd=("$py" -m benchmarks.fusion.measure --quick --envs CartPole-v1 --policies "random,mlp"
             --outputs rewards --num-envs 1048576 --k "16,256" --budget-s "$((limit * 2 / 3))"
             --out "$r/fusion.json") ;;
     fusion:dry_run)
-        cmd=("$py" -m benchmarks.fusion --quick --envs CartPole-v1 --policies random
+        cmd=("$py" -m benchmarks.fusion.measure --quick --envs CartPole-v1 --policies random
             --outputs rewards --num-envs 64 --k 4 --steps 8 --min-time 0 --out "$r/fusion.json") ;;
     minatar:gpu)
-        cmd=("$py" -m benchmarks.minatar --impls fused --games "Breakout,Freeway,Asterix"
+        cmd=("$py" -m benchmarks.minatar.measure --impls fused --games "Breakout,Freeway,Asterix"
             --num-envs 65536 --steps 32 --repeats 3 --out "$r/minatar.json") ;;
     minatar:dry_run)
-        cmd=("$py" -m benchmarks.minatar --impls fused --games Breakout --num-envs 16 --steps 4
+        cmd=("$py" -m benchmarks.minatar.measure --impls fused --games Breakout --num-envs 16 --steps 4
             --repeats 3 --out "$r/minatar.json") ;;
     gpu_tests:gpu)
         # The run is for the kernels: jax 0.11's deprecations (its Triton lowering's among them)
@@ -157,16 +157,16 @@ phase_command() {  # NAME LIMIT: sets `cmd` to the phase's command, for a GPU or
             -k "TestFused and not GPU and same_trajectory and CartPole and random"
             --tests-json "$r/gpu_tests.json") ;;
     fusion_sizes:gpu)
-        cmd=("$py" -m benchmarks.fusion_sizes --sizes "1024,64,1" --outputs rewards
+        cmd=("$py" -m benchmarks.fusion_sizes.measure --sizes "1024,64,1" --outputs rewards
             --budget-s "$((limit * 2 / 3))" --out "$r/fusion_sizes.json") ;;
     fusion_sizes:dry_run)
-        cmd=("$py" -m benchmarks.fusion_sizes --sizes 16 --outputs rewards --num-envs 64
+        cmd=("$py" -m benchmarks.fusion_sizes.measure --sizes 16 --outputs rewards --num-envs 64
             --steps 8 --k 4 --min-time 0 --no-minatar --out "$r/fusion_sizes.json") ;;
     ppo:gpu)
-        cmd=("$py" -m benchmarks.ppo --envs CartPole-v1 --quick --no-sb3 --gpu-sps
+        cmd=("$py" -m benchmarks.ppo.measure --envs CartPole-v1 --quick --no-sb3 --gpu-sps
             --out "$r/ppo.json") ;;
     ppo:dry_run)
-        cmd=("$py" -m benchmarks.ppo --envs CartPole-v1 --quick --no-sb3 --gpu-sps
+        cmd=("$py" -m benchmarks.ppo.measure --envs CartPole-v1 --quick --no-sb3 --gpu-sps
             --total-steps 512 --out "$r/ppo.json") ;;
     throughput:*)
         local size=--quick

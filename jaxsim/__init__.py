@@ -3,7 +3,7 @@
 from jaxsim import params, rng, sharding, spaces
 from jaxsim.check_env import CheckReport, EnvCheckError, check_env
 from jaxsim.core import Env, TimeStep
-from jaxsim.envs import make, register, registered_ids
+from jaxsim.envs import make, register, registered_ids, size_cpu_pool
 from jaxsim.fused import FusedConfig
 from jaxsim.gymnax_view import as_gymnax
 from jaxsim.params_sampling import UniformParams, uniform_params
@@ -17,10 +17,10 @@ from jaxsim.policies import (
 )
 from jaxsim.rendering import render_gif
 from jaxsim.rng import Draws
-from jaxsim.rollout import initial_state, rollout
+from jaxsim.rollout import check_rollout, initial_state, rollout
+from jaxsim.rollout.trajectory import STEP_OUTPUTS, EpisodeStats, RolloutState, Trajectory
 from jaxsim.sharding import ENV_AXIS
 from jaxsim.spaces import Box, Discrete
-from jaxsim.trajectory import EpisodeStats, RolloutState, Trajectory
 
 __version__ = "0.1.0"
 
@@ -37,6 +37,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "ENV_AXIS",
+    "STEP_OUTPUTS",
     "Box",
     "CheckReport",
     "Discrete",
@@ -54,6 +55,7 @@ __all__ = [
     "UniformParams",
     "as_gymnax",
     "check_env",
+    "check_rollout",
     "init_mlp_policy",
     "initial_state",
     "make",
@@ -67,6 +69,7 @@ __all__ = [
     "rng",
     "rollout",
     "sharding",
+    "size_cpu_pool",
     "spaces",
     "uniform_params",
 ]

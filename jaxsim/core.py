@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from typing import Any, ClassVar, Generic, TypeVar
 
 import jax
@@ -11,10 +12,8 @@ from flax import struct
 
 from jaxsim import params as params_lib
 from jaxsim import rendering, rng
-from jaxsim.autoreset import ResetDraws
 from jaxsim.rng import Draws
 from jaxsim.spaces import Space
-from jaxsim.transition import env_transition, stack_obs
 
 State = TypeVar("State")
 Params = TypeVar("Params")
@@ -73,7 +72,7 @@ class Env(Generic[State, Params]):
     obs_shape: ClassVar[tuple[int, ...] | None] = None
     # The observation's dtype, the observation space's: float32, or bool for a grid of cells
     # (MinAtar). Components stay float32 inside a step (the fused kernel's columns); the
-    # observation is cast to this as it is stacked (`jaxsim.transition.stack_obs`).
+    # observation is cast to this as it is stacked (`jaxsim.core.stack_obs`).
     obs_dtype: ClassVar[Any] = jnp.float32
     # Where set (with `obs_shape`), the dtype a rollout records `obs_fields`' components in,
     # rebuilding the observations with `obs_from_components` after its loop: one pass writes the
@@ -82,9 +81,9 @@ class Env(Generic[State, Params]):
     obs_record_dtype: ClassVar[Any] = None
     # -- optional: for wrappers of other simulators ------------------------------------------------
     # True if a rollout should reset only the done environments, gathered, while few are done
-    # (`jaxsim.autoreset`): worth it where `init_state` costs far more than the dozen small
+    # (`jaxsim.rollout.step`): worth it where `init_state` costs far more than the dozen small
     # gathers and scatters around it (a physics engine's reset). A native reset is a few hashes:
-    # there the gathering costs more than it saves (`python -m benchmarks.compact_reset`).
+    # there the gathering costs more than it saves (`python -m benchmarks.micro.compact_reset`).
     compact_reset: ClassVar[bool] = False
     # XLA:CPU compile options a program stepping this environment should use (a trainer's jit
     # reads them, e.g. agents'); the options a jaxlib does not know are for it to leave out.
@@ -228,7 +227,7 @@ class Env(Generic[State, Params]):
 
         Elementwise in `index` and `counter`; this is what rollouts use for auto-reset.
         """
-        draw = ResetDraws.make(self, seed, jnp.asarray(index, jnp.uint32)).reset_draw(counter)
+        draw = rng.ResetDraws.make(self, seed, jnp.asarray(index, jnp.uint32)).reset_draw(counter)
         state = self.init_state(draw, params)
         return state, self.observe(state, params)
 
@@ -293,7 +292,7 @@ class Env(Generic[State, Params]):
         u = None
         if self.step_uniform_shapes():  # counter-based, as a rollout's, from a seed of `key`
             seed = rng.seed_from_key(rng.check_key(f"{self.id}.step", key))
-            u = ResetDraws.make(self, seed, jnp.uint32(0)).step_draw(state.time + 1)
+            u = rng.ResetDraws.make(self, seed, jnp.uint32(0)).step_draw(state.time + 1)
         state, obs_fields, reward, terminated, truncated = env_transition(
             self, state, action, params, key, u
         )
@@ -398,3 +397,77 @@ class Env(Generic[State, Params]):
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.make_kwargs().items())
         return f"jaxsim.make({self.id!r}{', ' if args else ''}{args})"
+
+
+# ------------------------------------------- one environment's transition and observation layout
+def clip_action(env, action):
+    """A Discrete action clipped into {0, ..., n - 1}; any other action unchanged."""
+    space = env.action_space(env.default_params)
+    n = getattr(space, "n", None)
+    if n is None:
+        return action
+    return jnp.clip(action, 0, n - 1).astype(action.dtype)
+
+
+# ------------------------------------------------------------------------------ the transition
+def env_transition(env, state, action, params, key=None, u=None):
+    """One step of one environment (or of a block of lanes), without auto-reset.
+
+    `key` reaches the dynamics of an environment that draws a key each step (`env.draws.step ==
+    "key"`) as a fourth argument; `u`, the step uniforms (`ResetDraws.step_draw`), those of an
+    environment that draws uniforms; other dynamics take neither.
+
+    Returns:
+      (next_state, obs_fields, reward float32, terminated bool, truncated bool): the dynamics'
+      state with `time` advanced, the observation's components (`Env.observe` stacks them),
+      and truncation once `time` reaches `params.max_episode_steps` (as Gymnasium's TimeLimit).
+
+    A Discrete action outside {0, ..., n - 1} is clipped to the nearest valid one (Gymnasium
+    raises; `rollout(..., checks=True)` reports it). Box actions reach the dynamics as given,
+    which clip them to their bounds as Gymnasium's do.
+    """
+    action = clip_action(env, action)
+    if env.draws.step_key:
+        next_state, reward, terminated = env.dynamics(state, action, params, key)
+    elif env.step_uniform_shapes():
+        next_state, reward, terminated = env.dynamics(state, action, params, u)
+    else:
+        next_state, reward, terminated = env.dynamics(state, action, params)
+    next_state = next_state.replace(time=state.time + jnp.int32(1))
+    truncated = next_state.time >= params.max_episode_steps
+    # A constant reward or flag (a Python number) takes the lanes' shape: on a block of the
+    # fused kernel there is no vmap to broadcast it.
+    shape = jnp.shape(next_state.time)
+    reward = jnp.broadcast_to(jnp.asarray(reward, jnp.float32), shape)
+    terminated = jnp.broadcast_to(jnp.asarray(terminated, jnp.bool_), shape)
+    return next_state, env.obs_components(next_state, params), reward, terminated, truncated
+
+
+def stack_obs(env, columns: Iterable[jax.Array]) -> jax.Array:
+    """Observation components -> obs[batch, *obs_shape] (the scan backend's layout).
+
+    float32 components [batch] are stacked into obs[batch, obs_dim], turned into
+    obs[batch, *env.obs_shape] where the environment declares one, of `env.obs_dtype` (float32;
+    bool for MinAtar's grid); an environment with `array_obs` gives its whole observation as
+    its one component, and one with `obs_shape` may too (a [batch, *obs_shape] array: cheaper
+    to compile than its columns, where no kernel needs them).
+    """
+    columns = list(columns)
+    if env.array_obs:
+        return columns[0]
+    shape = env.obs_shape
+    if shape is not None and len(columns) == 1 and columns[0].shape[-len(shape) :] == shape:
+        return columns[0].astype(env.obs_dtype)
+    return expand_obs(env, jnp.stack(columns, axis=-1))
+
+
+def record_obs(env, columns: Iterable[jax.Array]) -> jax.Array:
+    """Observation components -> the [batch, k] `env.obs_record_dtype` array a rollout records
+    for an environment that rebuilds its observations after the loop (`expand_obs`)."""
+    return jnp.stack(list(columns), axis=-1).astype(env.obs_record_dtype)
+
+
+def expand_obs(env, stacked: jax.Array) -> jax.Array:
+    """[..., k] stacked components -> obs[..., *obs_shape] of `env.obs_dtype`."""
+    obs = stacked if env.obs_shape is None else env.obs_from_components(stacked)
+    return obs.astype(env.obs_dtype)

@@ -248,7 +248,7 @@ def batch_axes(owner: str, spec_list, shapes, params, num_envs: int):
                 f"{shape} (shared by every environment) or ({num_envs}, *{shape}) = "
                 f"{(num_envs, *shape)} (one value per environment, num_envs={num_envs})"
             )
-        if is_concrete(value):  # traced values are checked in checked mode (jaxsim.checks)
+        if is_concrete(value):  # traced values are checked in checked mode (jaxsim.rollout.checks)
             spec.check(owner, value, got, per_env=axes[spec.name] == 0)
     return params.replace(**axes)
 

@@ -15,6 +15,8 @@ from flax import struct
 from jaxsim import rng
 from jaxsim.params import is_concrete, specs
 
+__all__ = ["UniformParams", "check_sampler", "uniform_params"]
+
 
 def check_sampler(owner: str, env, sampler, num_envs: int) -> None:
     """A params sampler must draw known fields at their declared shapes, one per environment.

@@ -15,6 +15,21 @@ from jaxsim import rng
 from jaxsim.core import Env
 from jaxsim.spaces import Box, Discrete, Space
 
+# Public: the built-in policies, and the MLP layers (`init_mlp`, `mlp_apply`, `flat_obs`) that
+# the agents' networks are built from, so a policy network and a kernel's in-kernel MLP agree.
+__all__ = [
+    "MLPPolicy",
+    "OpenLoopPolicy",
+    "RandomPolicy",
+    "flat_obs",
+    "init_mlp",
+    "init_mlp_policy",
+    "mlp_apply",
+    "orthogonal_init",
+    "random_policy",
+    "split_policy_output",
+]
+
 
 def split_policy_output(out):
     """A policy's output as (action, extras): extras are {} for a policy returning an action."""
@@ -215,7 +230,13 @@ class MLPPolicy:
     def act_from_seed(self, seed, index, obs):
         """obs[B, *obs_shape], index[B] -> (action[B, ...], extras of [B])."""
         obs = flat_obs(obs, 1)
-        out = mlp_apply(self.actor, obs)
+        value = None if self.critic is None else mlp_apply(self.critic, obs)[..., 0]
+        return self.act_from_outputs(seed, index, mlp_apply(self.actor, obs), value)
+
+    def act_from_outputs(self, seed, index, out, value=None):
+        """`act_from_seed` from the networks' outputs: the actor's out[B, n] (logits or mean)
+        and the critic's value[B] (None without a critic). The fused kernel computes the
+        networks in its own layout (`jaxsim.fused.block.MLPBlock`) and samples here."""
         if self.discrete:
             logp_all = jax.nn.log_softmax(out)
             if self.deterministic:
@@ -235,8 +256,8 @@ class MLPPolicy:
             action = out + jnp.exp(self.log_std) * z
             log_prob = jnp.sum(-0.5 * z**2 - self.log_std - _HALF_LOG_2PI, axis=-1)
         extras = {"log_prob": log_prob}
-        if self.critic is not None:
-            extras["value"] = mlp_apply(self.critic, obs)[..., 0]
+        if value is not None:
+            extras["value"] = value
         return action, extras
 
     def evaluate(self, obs, action):

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 
-from jaxsim.files import atomic_write
+from atomicfiles import atomic_write
 
 EXTRA = "pip install 'jaxsim-rl[render]'"
 WHITE, BLACK = (255, 255, 255), (0, 0, 0)
@@ -211,7 +211,10 @@ def _pick_env(x, env_index: int | None):
 
 def _frames_states(env, trajectory_or_states, env_index: int | None) -> list:
     """The sequence of one environment's states to draw, from what `render_gif` accepts."""
-    from jaxsim.trajectory import RolloutState, Trajectory  # Env's module needs no rollout code
+    from jaxsim.rollout.trajectory import (  # Env's module needs no rollout code
+        RolloutState,
+        Trajectory,
+    )
 
     x = trajectory_or_states
     if isinstance(x, Trajectory):
@@ -318,7 +321,7 @@ def render_gif(
     fps = fps if fps is not None else (default_fps(env) or 30)
     if not fps > 0:
         raise ValueError(f"render_gif: fps must be > 0, got {fps}")
-    from jaxsim.trajectory import Trajectory  # deferred, as in _frames_states
+    from jaxsim.rollout.trajectory import Trajectory  # deferred, as in _frames_states
 
     if isinstance(trajectory_or_states, Trajectory) and env.draws_observations:
         params = _one_env_params(env, params, env_index)

@@ -16,11 +16,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import struct
 
 from jaxsim import sharding
 
@@ -109,8 +110,11 @@ def to_uniform(b):
 
 
 def to_randint(b, n):
-    """uint32 bits -> int32 uniform in [0, n) (n a positive int or int array)."""
-    return jnp.minimum(jnp.floor(to_uniform(b) * n).astype(jnp.int32), jnp.int32(n) - 1)
+    """uint32 bits -> int32 uniform in [0, n) (n a positive int or int array).
+
+    The product is non-negative, so the int32 conversion's truncation is its floor (no
+    `floor` op: Mosaic GPU has none), identical for every input."""
+    return jnp.minimum((to_uniform(b) * n).astype(jnp.int32), jnp.int32(n) - 1)
 
 
 def to_normal(b1, b2):
@@ -275,4 +279,94 @@ class Draws:
 def _is_shape(s) -> bool:
     return isinstance(s, tuple) and all(
         isinstance(d, str) or (isinstance(d, int) and not isinstance(d, bool) and d >= 0) for d in s
+    )
+
+
+# ------------------------------------------------------------------ a batch's counter-based draws
+@struct.dataclass
+class ResetDraws:
+    """Counter-based draws of auto-resets: reset uniforms and, with a sampler, episode params.
+
+    `reset_keys` are the loop-invariant halves of each reset uniform (one [batch] array per
+    uniform), so each reset costs one hash per uniform, plus one per component of an
+    array-valued uniform (`Env.draws`; `component_bits`).
+    """
+
+    seed: Any  # (uint32, uint32)
+    index: jax.Array  # uint32[batch]: the environments' global indices
+    reset_keys: tuple
+    sampler: Any = None  # a params sampler (e.g. jaxsim.UniformParams), or None
+    # The environment's reset takes a PRNG key (`Draws(reset='key')`), not uniforms.
+    as_key: bool = struct.field(pytree_node=False, default=False)
+    # Each uniform's shape for one environment (`Env.reset_uniform_shapes`); unused with as_key.
+    shapes: tuple = struct.field(pytree_node=False, default=())
+    # The loop-invariant halves of the dynamics' step uniforms (`Env.draws`), one
+    # [batch] array each, on streams apart from the reset draws'; and each one's shape.
+    step_keys: tuple = ()
+    step_shapes: tuple = struct.field(pytree_node=False, default=())
+
+    @classmethod
+    def for_rollout(cls, env, key, num_envs: int, sampler=None, offset=0) -> ResetDraws:
+        """A rollout's draws: the seed of `key`'s reset key (`RolloutKeys`), indices
+        offset ... offset + num_envs - 1 (a shard of a batch starts at a nonzero offset)."""
+        seed = RolloutKeys.split(key).reset_seed()
+        index = jnp.asarray(offset, jnp.uint32) + jnp.arange(num_envs, dtype=jnp.uint32)
+        return cls.make(env, seed, index, sampler)
+
+    @classmethod
+    def make(cls, env, seed, index, sampler=None) -> ResetDraws:
+        as_key = env.draws.reset_key
+        shapes = () if as_key else env.reset_uniform_shapes()
+        words = 2 if as_key else len(shapes)
+        streams = range(RESET_STREAM, RESET_STREAM + words)
+        keys = tuple(stream_key(seed, index, s) for s in streams)
+        step_shapes = env.step_uniform_shapes()
+        step_streams = range(ENV_STREAM, ENV_STREAM + len(step_shapes))
+        step_keys = tuple(stream_key(seed, index, s) for s in step_streams)
+        return cls(seed, index, keys, sampler, as_key, shapes, step_keys, step_shapes)
+
+    def reset_draw(self, counter):
+        """What `env.init_state` takes first: a tuple of float32 uniforms [batch, *shape] in
+        [0, 1), one per declared shape, or, for an environment that resets from a key, raw PRNG
+        keys uint32[batch, 2].
+
+        Either is a pure function of (seed, environment index, counter).
+        """
+        if self.as_key:
+            counter = jnp.asarray(counter, jnp.uint32)
+            bits = tuple(bits_from_stream_key(k, counter) for k in self.reset_keys)
+            return jnp.stack(bits, axis=-1)
+        return _uniforms(self.reset_keys, self.shapes, counter)
+
+    def step_draw(self, counter):
+        """The dynamics' step uniforms at step `counter` (the step number after the step):
+        a tuple of float32 [batch, *shape] in [0, 1), or None for dynamics that draw none.
+
+        A pure function of (seed, environment index, counter), as the reset draws are, on
+        streams of their own, so every backend draws the same numbers."""
+        if not self.step_shapes:
+            return None
+        return _uniforms(self.step_keys, self.step_shapes, counter)
+
+    def episode_params(self, counter) -> dict[str, jax.Array] | None:
+        if self.sampler is None:
+            return None
+        return self.sampler.draw(self.seed, self.index, counter)
+
+    def take(self, lanes: jax.Array) -> ResetDraws:
+        """The draws of environments `lanes` (int32[K], each in range): the same numbers those
+        environments draw in the whole batch, since every draw is a function of the index."""
+        return self.replace(
+            index=self.index[lanes],
+            reset_keys=tuple(k[lanes] for k in self.reset_keys),
+            step_keys=tuple(k[lanes] for k in self.step_keys),
+        )
+
+
+def _uniforms(keys, shapes, counter) -> tuple:
+    """Draw `counter` of each stream in `keys`: float32 uniforms [batch, *shape] in [0, 1)."""
+    counter = jnp.asarray(counter, jnp.uint32)
+    return tuple(
+        to_uniform(component_bits(bits_from_stream_key(k, counter), shape))
+        for k, shape in zip(keys, shapes, strict=True)
     )

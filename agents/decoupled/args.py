@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 
+from agents import compile_cache
 from agents.decoupled.run import SCHEDULES, DecoupledConfig
 from agents.loop import MIN_EPISODES
 from agents.ppo import PPOConfig
 from agents.presets import target_for
 from agents.train_args import add_config_flags, target_return
-from jaxsim import compile_cache
 
 
 def preset_id(env_id: str) -> str:

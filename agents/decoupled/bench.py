@@ -23,7 +23,7 @@ from agents.decoupled.host_envs import make_pool
 from agents.decoupled.learner import HostPPO
 from agents.decoupled.run import DecoupledConfig, run_decoupled
 from agents.ppo import PPOConfig
-from jaxsim.files import finite_json, write_json_atomic
+from atomicfiles import finite_json, write_json_atomic
 
 ARRANGEMENTS = (("sync", 1), ("sync", None), ("reproducible", None), ("free", None))
 """(schedule, actors; None: the measured run's `actors`)."""

@@ -18,7 +18,7 @@ from agents.decoupled.actor import ActingParams, Segment
 from agents.decoupled.host_envs import EXTRA_INSTALL
 from agents.ppo import PPOConfig, PPOLearner
 from agents.structs import LossInfo, TrainState
-from jaxsim.files import atomic_write, finite_json, write_json_atomic
+from atomicfiles import atomic_write, finite_json, write_json_atomic
 
 FORMAT = "jaxsim-agents-ppo-decoupled/1"
 
@@ -90,13 +90,13 @@ def vtrace_advantages(gamma: float, lambda_: float, clip_rho: float = 1.0) -> An
     return advantages
 
 
-class HostPPO(PPOLearner):
+class HostPPO:
     """PPO's learner on spaces alone: `init(key)`, `update(state, segment)` (one jit),
-    `acting(state)` (what actors get)."""
+    `acting(state)` (what actors get). It holds a `PPOLearner`, as `agents.ppo.PPO` does."""
 
     def __init__(self, config: PPOConfig, obs_space, action_space, env_id: str, vtrace: bool):
         self.config = config
-        self.setup_learning(obs_space, action_space, env_id)
+        self.learner = PPOLearner(config, obs_space, action_space, env_id)
         self.advantages = vtrace_advantages(config.gamma, config.gae_lambda) if vtrace else None
         self.update = jax.jit(self._update, compiler_options=compiler_options())
         # One program (kept by the compilation cache) instead of a compile per eager op: ~2 s
@@ -105,12 +105,13 @@ class HostPPO(PPOLearner):
 
     def _init(self, key: jax.Array) -> LearnerState:
         k_net, k_run = jax.random.split(key)
-        params = self.init_params(k_net)
+        learner = self.learner
+        params = learner.init_params(k_net)
         return LearnerState(
             params=params,
-            opt_state=self.optimizer.init(params),
-            obs_stats=self.obs_norm.init(),
-            reward_state=self.reward_scaler.init(),
+            opt_state=learner.optimizer.init(params),
+            obs_stats=learner.obs_norm.init(),
+            reward_state=learner.reward_scaler.init(),
             key=k_run,
             update=jnp.int32(0),
         )
@@ -120,7 +121,7 @@ class HostPPO(PPOLearner):
 
     def _update(self, state: LearnerState, segment: Segment) -> tuple[LearnerState, LossInfo]:
         key, k_epochs = jax.random.split(state.key)
-        train, obs_stats, reward_state, info = self.learn(
+        train, obs_stats, reward_state, info = self.learner.learn(
             TrainState(state.params, state.opt_state),
             state.obs_stats,
             state.reward_state,

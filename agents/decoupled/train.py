@@ -53,7 +53,7 @@ from agents.train_args import (
     resume_changes,
     setup_cache,
 )
-from jaxsim.files import finite_json, write_json_atomic
+from atomicfiles import finite_json, write_json_atomic
 
 
 def _metrics(update: int, report, last: dict) -> Metrics:

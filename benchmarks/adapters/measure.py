@@ -2,9 +2,9 @@
 own loop, and Gymnasium's MuJoCo Ant-v5 (the CPU baseline people use), in one run.
 
 Usage:
-  python -m benchmarks.adapters                  # brax ant and Breakout-MinAtar, N = 16, 256, 2048
-  python -m benchmarks.adapters --quick          # N = 16, 256; a few minutes on 2 cores
-  python -m benchmarks.adapters --families brax --num-envs 16 --repeats 3 --out x.json
+  python -m benchmarks.adapters.measure           # brax ant and Breakout-MinAtar, N = 16, 256, 2048
+  python -m benchmarks.adapters.measure --quick          # N = 16, 256; a few minutes on 2 cores
+  python -m benchmarks.adapters.measure --families brax --num-envs 16 --repeats 3 --out x.json
 
 Pairs, each at every N, with the same N, the same steps per call (one jit over `steps` steps),
 the same policy function (uniform random actions, one draw per batch step) and continuing from
@@ -29,8 +29,8 @@ episode on 36% of steps at N=16 and 93% at N=256, and jaxsim's same-step reset r
 brax's AutoResetWrapper only selects each environment's cached first state. At N=256 one batch
 reset cost 3.8 ms against 45.6 ms for a batch step: 0.91x of brax (quick record, commit
 97e431e). brax and Playground environments now reset only their done environments, gathered
-into N/16 slots (`jaxsim.autoreset`, `Env.compact_reset`): compact over whole-batch 1.06x at
-N=256 (`python -m benchmarks.compact_reset`, record compact_reset_brax-ant_cpu2_vm.json). With
+into N/16 slots (`jaxsim.rollout.step`, `Env.compact_reset`): compact over whole-batch 1.06x at
+N=256 (`python -m benchmarks.micro.compact_reset`, record compact_reset_brax-ant_cpu2_vm.json). With
 it, at load average ~0.5 (quick mode, brax only, adapters_cpu2_vm_quick_brax.json): 0.99x at
 N=16 and 0.948x at N=256 (paired 0.971x, 0.981x; CPU time 0.97x, 0.953x). The full record
 (adapters_cpu2_vm.json) was taken at load average ~10 on the 2 cores, where the medians swing
@@ -362,3 +362,7 @@ def main(argv=None) -> int:
         f"{p['env_id']} {p['impl']} N={p['num_envs']}" for p in points if p["status"] == "failed"
     ]
     return finish(record, out, render(points, targets), failed)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -133,7 +133,7 @@ def rollout_case(args, backend: str) -> Case:
 def _learn_fn(agent):
     """PPO's learning step (GAE, epochs of minibatch steps) on a collected batch, as in agents.ppo.
 
-    Written against agents' public pieces (losses, to_policy, the agent's optimizer) so the
+    Written against agents' public pieces (losses, to_policy, the learner's optimizer) so the
     classic loop learns exactly as much per update as the one-jit PPO.
     """
     import optax
@@ -158,7 +158,7 @@ def _learn_fn(agent):
         with jax.named_scope("backward"):
             (grads,) = vjp_fn(jnp.ones_like(loss))
         with jax.named_scope("optimizer"):
-            updates, opt_state = agent.optimizer.update(grads, opt_state, params)
+            updates, opt_state = agent.learner.optimizer.update(grads, opt_state, params)
             params = optax.apply_updates(params, updates)
         return (params, opt_state), loss
 

@@ -1,9 +1,9 @@
 """Where an RL training iteration's time goes: jaxsim (scan, fused) beside a classic CPU loop.
 
 Usage:
-  python -m benchmarks.breakdown                  # CartPole-v1, 8 envs x 128 steps, PPO update
-  python -m benchmarks.breakdown --quick          # fewer iterations; ~1 min on 2 cores
-  python -m benchmarks.breakdown --num-envs 64 --trace-dir prof/   # also keep Perfetto traces
+  python -m benchmarks.breakdown.measure          # CartPole-v1, 8 envs x 128 steps, PPO update
+  python -m benchmarks.breakdown.measure --quick  # fewer iterations; ~1 min on 2 cores
+  python -m benchmarks.breakdown.measure --num-envs 64 --trace-dir prof/  # keep Perfetto traces
 
 One iteration is one PPO update: collect num_envs x num_steps transitions, then GAE and
 update_epochs x num_minibatches gradient steps. Each case is profiled with `jaxsim.profile`
@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import jaxsim
+from atomicfiles import finite_json
 from benchmarks.breakdown.cases import (
     ENV_ID,
     OFF_POLICY_PHASES,
@@ -50,7 +51,6 @@ from benchmarks.harness.formatting import format_table
 from benchmarks.harness.paths import RUNS_DIR
 from benchmarks.harness.provenance import machine_tag, provenance
 from benchmarks.harness.record import append_jsonl, finish
-from jaxsim.files import finite_json
 from jaxsim.profiler import COMPILE, DISPATCH, IDLE, PYTHON, UNSCOPED, plot_stacked
 
 # Host and idle categories in greys, so that the device's work stands out.
@@ -144,7 +144,7 @@ def measure(case: Case, args) -> dict[str, Any]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.breakdown", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m benchmarks.breakdown.measure", description=__doc__)
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("--env", default=ENV_ID)
     p.add_argument("--num-envs", type=int, default=8)
@@ -275,3 +275,7 @@ def _table(results) -> str:
 
 def _pct(x) -> str:
     return "" if x is None else f"{100 * x:+.1f}%"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

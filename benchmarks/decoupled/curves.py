@@ -26,7 +26,7 @@ import numpy as np
 
 from benchmarks.harness.commands import portable_command
 from benchmarks.harness.paths import REPO_ROOT, RUNS_DIR
-from benchmarks.harness.report.plots import pyplot, save
+from benchmarks.report.plots import pyplot, save
 
 SCHEDULES = ("reproducible", "free")
 
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     record["load_average_end"] = list(os.getloadavg())
     record["summary"] = {s: summarise(record["runs"][s]) for s in SCHEDULES}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    from jaxsim.files import finite_json, write_json_atomic
+    from atomicfiles import finite_json, write_json_atomic
 
     write_json_atomic(args.out.with_suffix(".json"), finite_json(record))
     png = plot(record, args.out.with_suffix(".png"))

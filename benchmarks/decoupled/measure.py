@@ -2,20 +2,20 @@
 on the same EnvPool environments, whole processes as users run them.
 
 Usage:
-  python -m benchmarks.decoupled               # 3 seeds a side, cold and warm (~5 min loaded)
-  python -m benchmarks.decoupled --quick       # 1 seed a side
-  python -m benchmarks.decoupled --no-sb3      # jaxsim only
+  python -m benchmarks.decoupled.measure             # 3 seeds a side, cold and warm (~5 min loaded)
+  python -m benchmarks.decoupled.measure --quick       # 1 seed a side
+  python -m benchmarks.decoupled.measure --no-sb3      # jaxsim only
 
 jaxsim: `python -m agents.train ppo --env envpool/CartPole-v1 --seed K --no-plot --quiet` (the
 decoupled mode, its default schedule and actors, the CartPole preset), one process per seed: it
 stops when a stop check (32 deterministic episodes every 1024 env steps) reaches 475 and an
 independent evaluation (>= 32 episodes, pools seeded apart) confirms it (`agents.loop.confirmed`).
 Cold: each seed with a fresh compilation cache folder; warm: each seed with a folder a cold run
-filled. SB3: `python -m benchmarks.ppo_sb3 --seed K --simulator envpool --threads 1`, rl-zoo's
-CartPole PPO on EnvPool's CartPole through `benchmarks.envpool_vec` (training, stop-check and
-confirming environments alike), judged by the same rule at the same cadence, one torch thread
-(at this machine's load torch's default of 2 threads made SB3 up to 40x slower, which would
-inflate the ratio; see benchmarks.offpolicy_solve). Every process starts from a fresh
+filled. SB3: `python -m benchmarks.baselines.ppo_sb3 --seed K --simulator envpool --threads 1`,
+rl-zoo's CartPole PPO on EnvPool's CartPole through `benchmarks.baselines.envpool_vec` (training,
+stop-check and confirming environments alike), judged by the same rule at the same cadence, one
+torch thread (at this machine's load torch's default of 2 threads made SB3 up to 40x slower, which
+would inflate the ratio; see benchmarks.offpolicy_solve). Every process starts from a fresh
 interpreter, imports included; times are from start to exit. Per seed, the runs go jaxsim cold,
 jaxsim warm, SB3, so a change in the shared machine's load falls on every side; the load average
 is recorded around each process. The ratio is SB3's median per-seed time over jaxsim's.
@@ -91,8 +91,8 @@ def jaxsim_seeds_process(seeds: int, out: Path, cache: str, extra: list[str]) ->
 
 
 def sb3_process(seed: int, threads: int, out: Path) -> dict[str, Any]:
-    """One seed of `benchmarks.ppo_sb3` on EnvPool: wall time and its own account."""
-    cmd = [sys.executable, "-m", "benchmarks.ppo_sb3", "--seed", str(seed), "--simulator",
+    """One seed of `benchmarks.baselines.ppo_sb3` on EnvPool: wall time and its own account."""
+    cmd = [sys.executable, "-m", "benchmarks.baselines.ppo_sb3", "--seed", str(seed), "--simulator",
            "envpool", "--threads", str(threads), "--out", str(out)]  # fmt: skip
     run = time_process(cmd)
     result = json.loads(out.read_text())
@@ -160,7 +160,7 @@ def compare(jaxsim: dict[str, Any], sb3: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.decoupled", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m benchmarks.decoupled.measure", description=__doc__)
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("--seeds", type=int, default=3, help="seeds a side (one process each)")
     p.add_argument("--sb3", action=argparse.BooleanOptionalAction, default=True)
@@ -202,8 +202,8 @@ def main(argv: list[str] | None = None) -> int:
         "solved_rule": RULE,
         "jaxsim_command": f"python -m agents.train ppo --env {ENV} --seed K --no-plot --quiet",
         "arrangements": {a: ARRANGEMENTS[a] for a in arrangements},
-        "sb3_command": "python -m benchmarks.ppo_sb3 --seed K --simulator envpool --threads "
-        f"{args.sb3_threads}",
+        "sb3_command": "python -m benchmarks.baselines.ppo_sb3 --seed K --simulator envpool "
+        f"--threads {args.sb3_threads}",
     }
     t0 = time.perf_counter()
     runs: dict[str, list] = {f"{a} {c}": [] for a in arrangements for c in ("cold", "warm")}
@@ -292,3 +292,7 @@ def summary(record: dict[str, Any]) -> str:
                 + f"; target {cmp['target']}: {format_verdict(cmp[f'target_met_{how}'])}"
             )
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

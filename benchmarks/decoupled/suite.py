@@ -1,15 +1,16 @@
 """The decoupled suite: time to solve CartPole through EnvPool, the decoupled train command
 beside Stable-Baselines3 on the same environments. Minutes of whole processes and it needs
-EnvPool and SB3, so the front door does not run it: `python -m benchmarks.decoupled` does."""
+EnvPool and SB3, so the front door does not run it: `python -m benchmarks.decoupled.measure`
+does."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.decoupled.report import decoupled_section
+from benchmarks.decoupled.section import decoupled_section
 from benchmarks.harness import solved
-from benchmarks.harness.report import schema as s
 from benchmarks.harness.suite import Suite
+from benchmarks.report import schema as s
 
 _SIDE = (
     ("seeds", s.INT),
@@ -37,13 +38,13 @@ def problems(data: dict[str, Any]) -> list[str]:
 
 SUITE = Suite(
     name="decoupled",
-    module="benchmarks.decoupled",
+    module="benchmarks.decoupled.measure",
     title="Decoupled mode: time to solve CartPole through EnvPool beside Stable-Baselines3",
     heading="## Decoupled mode: host simulators (EnvPool) beside Stable-Baselines3",
     problems=problems,
     section=decoupled_section,
     no_record=(
         "Decoupled mode's time to solve beside Stable-Baselines3: not measured (no decoupled "
-        "record: `python -m benchmarks.decoupled` writes one)."
+        "record: `python -m benchmarks.decoupled.measure` writes one)."
     ),
 )

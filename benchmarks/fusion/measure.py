@@ -1,9 +1,9 @@
 """Scan vs fused rollouts: env-steps/s, bytes per env-step and % of the memory and compute floors.
 
 Usage:
-  python -m benchmarks.fusion                      # full grid: 5 envs, N = 2^10..2^20, K = 1..256
-  python -m benchmarks.fusion --quick              # CartPole, N in {2^14, 2^20}, K in {1, 16, 256}
-  python -m benchmarks.fusion --envs CartPole-v1 --num-envs 1024,1048576 --k 1,16,256 \\
+  python -m benchmarks.fusion.measure                # full grid: 5 envs, N = 2^10..2^20, K = 1..256
+  python -m benchmarks.fusion.measure --quick       # CartPole, N in {2^14, 2^20}, K in {1, 16, 256}
+  python -m benchmarks.fusion.measure --envs CartPole-v1 --num-envs 1024,1048576 --k 1,16,256 \\
       --policies random,mlp --outputs stats,rewards,all --steps 256 --out fusion.json
 
 For each environment, policy (uniform random; an MLP actor-critic with two hidden layers of 64)
@@ -292,7 +292,7 @@ def render(records, targets) -> str:
 def parse_args(argv=None) -> tuple[Config, Path, bool]:
     on_gpu = jax.default_backend() == "gpu"
     p = argparse.ArgumentParser(
-        prog="python -m benchmarks.fusion", description=__doc__.split("\n")[0]
+        prog="python -m benchmarks.fusion.measure", description=__doc__.split("\n")[0]
     )
     p.add_argument("--quick", action="store_true", help="CartPole only, a small grid")
     envs = name_list(ENV_IDS, "environment(s)", all_means_every=False)
@@ -393,3 +393,7 @@ def main(argv=None) -> int:
     failed = [point_name(r) for r in records if r["status"] == "failed"]
     failed += [f"check {name}" for name, c in checks.items() if not c["pass"]]
     return finish(result, out, render(records, targets), failed, partial)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.fusion.report import fusion_section, plot_fusion
-from benchmarks.harness.report import schema as s
+from benchmarks.fusion.section import fusion_section, plot_fusion
 from benchmarks.harness.suite import Plan, Suite
+from benchmarks.report import schema as s
 
 
 def args(p: Plan) -> list[str]:
@@ -17,8 +17,8 @@ def args(p: Plan) -> list[str]:
     if p.on_gpu:
         return ["--quick"] if p.mode == "quick" else []
     # On a CPU the kernel runs in Pallas interpret mode: a correctness cost, kept small.
-    if p.mode == "quick":
-        return "--quick --outputs rewards --k 1,4,16 --min-time 0.1".split()
+    if p.mode == "quick":  # the random policy's pair; full runs add the MLP policy's
+        return "--quick --policies random --outputs rewards --k 1,16 --min-time 0.1".split()
     return "--k 1,4,16,64".split()
 
 
@@ -38,7 +38,7 @@ def problems(data: dict[str, Any]) -> list[str]:
 
 SUITE = Suite(
     name="fusion",
-    module="benchmarks.fusion",
+    module="benchmarks.fusion.measure",
     title="scan vs fused rollouts, K sweep (Pallas interpret mode on a CPU)",
     heading="## Scan vs fused (K sweep)",
     problems=problems,

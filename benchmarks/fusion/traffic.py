@@ -10,7 +10,6 @@ import jax.numpy as jnp
 
 import jaxsim
 from jaxsim.fused.block import pad_mlp
-from jaxsim.trajectory import STEP_OUTPUTS
 
 H200_BANDWIDTH = 4.3e12  # bytes/s, measured device-to-device copy
 H200_FP32_FLOPS = 67e12
@@ -28,7 +27,7 @@ def env_bytes(x) -> int:
 
 def kernel_bytes_per_step(policy, traj, n, k, block_envs) -> dict[str, float]:
     """Device-memory traffic of the fused kernel and its epilogue per env-step (analytic)."""
-    kept = [getattr(traj, f) for f in STEP_OUTPUTS if getattr(traj, f) is not None]
+    kept = [getattr(traj, f) for f in jaxsim.STEP_OUTPUTS if getattr(traj, f) is not None]
     written = sum(step_bytes(leaf) for leaf in jax.tree.leaves(kept))
     fs = traj.final_state
     state = sum(env_bytes(x) for x in jax.tree.leaves((fs.env_state, fs.episode_return)))

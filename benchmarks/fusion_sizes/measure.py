@@ -1,9 +1,9 @@
 """Fusion against simulator size: scan vs fused env-steps/s on Swarm-v0 as its state grows.
 
 Usage:
-  python -m benchmarks.fusion_sizes                  # N = 1 ... 1024 particles (24 B to 20 KB)
-  python -m benchmarks.fusion_sizes --sizes 1,64,1024 --num-envs 65536 --steps 128 --k 16,128 \\
-      --outputs rewards,all --budget-s 240 --out sizes.json
+  python -m benchmarks.fusion_sizes.measure  # N = 1 ... 1024 particles (24 B to 20 KB)
+  python -m benchmarks.fusion_sizes.measure --sizes 1,64,1024 --num-envs 65536 --steps 128 \\
+      --k 16,128 --outputs rewards,all --budget-s 240 --out sizes.json
 
 For each number of particles N (state: 20 N + 4 bytes per environment) and output selection, it
 checks the fused backend against the scan at a small ragged size (`benchmarks.fusion`'s check),
@@ -39,13 +39,12 @@ import jax
 import jaxsim
 from benchmarks.fusion import measure as fusion
 from benchmarks.fusion.traffic import H200_BANDWIDTH, env_bytes, kernel_bytes_per_step, step_bytes
-from benchmarks.fusion_sizes.report import PUBLISHED, minatar_table, plot_sizes, sizes_table
+from benchmarks.fusion_sizes.section import PUBLISHED, minatar_table, plot_sizes, sizes_table
 from benchmarks.harness.arguments import int_list, name_list
 from benchmarks.harness.formatting import format_rate
 from benchmarks.harness.paths import RUNS_DIR
 from benchmarks.harness.provenance import machine_tag, provenance
 from benchmarks.harness.record import append_jsonl, finish
-from jaxsim.trajectory import STEP_OUTPUTS
 
 ENV_ID = "Swarm-v0"
 SIZES = (1, 4, 16, 64, 256, 1024)
@@ -65,7 +64,7 @@ def traffic_model(env, outputs: str, n: int, ks, block: int) -> dict[str, Any]:
         return jaxsim.rollout(env, policy, n, num_envs=block, key=key, outputs=outputs)
 
     traj = jax.eval_shape(run, jax.random.key(0))  # shapes and dtypes only: nothing runs
-    kept = [getattr(traj, f) for f in STEP_OUTPUTS if getattr(traj, f) is not None]
+    kept = [getattr(traj, f) for f in jaxsim.STEP_OUTPUTS if getattr(traj, f) is not None]
     written = sum(step_bytes(leaf) for leaf in jax.tree.leaves(kept))
     fs = traj.final_state
     carried = sum(env_bytes(x) for x in jax.tree.leaves(fs.env_state))
@@ -165,7 +164,7 @@ def run_size(size, outputs, args, on_gpu, started) -> dict[str, Any]:
 def parse_args(argv=None):
     on_gpu = jax.default_backend() == "gpu"
     p = argparse.ArgumentParser(
-        prog="python -m benchmarks.fusion_sizes", description=__doc__.split("\n")[0]
+        prog="python -m benchmarks.fusion_sizes.measure", description=__doc__.split("\n")[0]
     )
     p.add_argument("--sizes", type=int_list, default=SIZES, help="particles, powers of two")
     outputs = name_list(("stats", "rewards", "all"), "output set(s)", all_means_every=False)
@@ -237,3 +236,7 @@ def main(argv=None) -> int:
     failed = [f"N={n}" for n in sorted(set(failed))]
     table = sizes_table(rows) + ("\n\n" + minatar_table(minatar) if minatar else "")
     return finish(result, args.out, table, failed, partial, png)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import jax
 
+from atomicfiles import finite_json, write_json_atomic
 from benchmarks.harness.provenance import provenance
-from jaxsim.files import finite_json, write_json_atomic
 
 NO_GPU = 3
 # What the check needs there, and what the GPU machine is known to lack (their absence is fine:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from jaxsim.files import finite_json, write_json_atomic
+from atomicfiles import finite_json, write_json_atomic
 
 MESSAGE_CHARS = 2000
 

@@ -9,11 +9,19 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from benchmarks.harness.paths import REPO_ROOT
 
 # Tokens a shell takes as they are; `$NAME/...` stays readable as the folder it stands for.
 _PLAIN = re.compile(r"[\w@%+=:,./$~-]+")
+# An absolute path inside free text (an error, a note): one that starts the text or follows a
+# space, quote, bracket, `=`, `,` or `;` (not a URL's, a relative path's or a profiler scope's
+# tail); the system's folders (/usr/bin/time) name no machine and stay.
+_ABSOLUTE = re.compile(
+    r"(?:^|(?<=[\s\"'`(\[=,;]))/(?!(?:usr|bin|sbin|etc|dev|proc|sys|lib|lib64)/)"
+    r"[\w.@+-]+(?:/[\w.@+-]+)*"
+)
 
 
 def _roots() -> list[tuple[Path, str]]:
@@ -45,6 +53,23 @@ def portable_path(text: str) -> str:
                     return rel
                 return shown if rel == "." else f"{shown}/{rel}"
     return f".../{path.name}"
+
+
+def portable_text(text: str) -> str:
+    """`text` with every absolute path in it made portable (`portable_path`)."""
+    return _ABSOLUTE.sub(lambda m: portable_path(m.group()), text)
+
+
+def portable_record(value: Any) -> Any:
+    """`value` (a record: dicts, lists, strings, numbers) with `portable_text` applied to every
+    string in it, keys included: what a record or a run log is written as."""
+    if isinstance(value, str):
+        return portable_text(value)
+    if isinstance(value, dict):
+        return {portable_record(k): portable_record(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [portable_record(v) for v in value]
+    return value
 
 
 def portable_command(argv: Sequence[str]) -> str:

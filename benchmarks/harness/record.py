@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness.commands import portable_record
 from benchmarks.harness.paths import RUNS_DIR
 
 
@@ -27,13 +28,13 @@ def finish(
     partial: Path | None = None,
     beside: Path | None = None,
 ) -> int:
-    """Writes `record` to `out` atomically (NaN and infinities as null), removes the `partial`
-    results file it replaces, prints `table` and where the record (and the file `beside` it,
-    a plot) went; returns the exit status: 1 (after naming them) if there are `failures`,
-    else 0."""
-    from jaxsim.files import finite_json, write_json_atomic  # imports jax
+    """Writes `record` to `out` atomically (NaN and infinities as null, every machine path made
+    portable: `commands.portable_record`), removes the `partial` results file it replaces,
+    prints `table` and where the record (and the file `beside` it, a plot) went; returns the
+    exit status: 1 (after naming them) if there are `failures`, else 0."""
+    from atomicfiles import finite_json, write_json_atomic  # imports jax
 
-    write_json_atomic(out, finite_json(record))
+    write_json_atomic(out, finite_json(portable_record(record)))
     if partial is not None:
         partial.unlink(missing_ok=True)
     if table:
@@ -50,10 +51,10 @@ def finish(
 def append_jsonl(path: str | os.PathLike, record: Any) -> None:
     """Appends `record` as one JSON line, flushed and fsynced, so finished records survive a crash.
 
-    The line is serialised before the file is opened: a record that fails to serialise writes
-    nothing.
+    The line is serialised (its machine paths made portable) before the file is opened: a record
+    that fails to serialise writes nothing.
     """
-    line = json.dumps(record, allow_nan=False) + "\n"
+    line = json.dumps(portable_record(record), allow_nan=False) + "\n"
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as f:

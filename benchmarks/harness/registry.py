@@ -1,9 +1,9 @@
 """The suite registry: every suite the front door runs and the report shows, in report order.
 
-A suite is one folder, benchmarks/<benchmark>/, whose `suite.py` declares `SUITE` (what it
-measures, its arguments per mode, its record's schema, its report section) and whose
-`__main__.py` measures (`python -m benchmarks.<benchmark>`). Adding a suite is that folder and
-one line in PACKAGES.
+A suite is one folder, benchmarks/<benchmark>/ (a namespace package: no `__init__.py`), whose
+`suite.py` declares `SUITE` (what it measures, its arguments per mode, its record's schema, its
+report section, drawn by its `section.py`) and whose `measure.py` measures (`python -m
+benchmarks.<benchmark>.measure`). Adding a suite is that folder and one line in PACKAGES.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import importlib.util
 from collections.abc import Iterable
 from typing import Any
 
-from benchmarks.harness.report.schema import base_problems
 from benchmarks.harness.suite import Plan, Suite  # noqa: F401 (Plan: for callers)
+from benchmarks.report.schema import base_problems
 
 MODES = ("smoke", "quick", "full")
 # Seconds a suite may run before it is stopped and recorded as failed.
@@ -46,6 +46,7 @@ PACKAGES = (
     "benchmarks.minatar",
     "benchmarks.scaling",
     "benchmarks.peers",
+    "benchmarks.front",
 )
 
 

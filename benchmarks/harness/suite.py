@@ -22,7 +22,7 @@ class Suite:
     """One suite, declared in its folder's suite.py."""
 
     name: str  # `python -m benchmarks run --suite NAME`
-    module: str  # its package: `python -m <module> <args> --out <record>` measures
+    module: str  # `python -m <module> <args> --out <record>` measures: benchmarks.<suite>.measure
     title: str  # one line: what it measures
     heading: str  # its section's heading in RESULTS.md
     # A record's problems beyond `benchmark` and `provenance`, each naming its field.
@@ -40,5 +40,7 @@ class Suite:
 
     @property
     def benchmark(self) -> str:
-        """The record's "benchmark" field and its file name's stem: the package's name."""
-        return self.module.rpartition(".")[2]
+        """The record's "benchmark" field and its file name's stem: the suite folder's name
+        (`benchmarks.fusion.measure` -> fusion; a module run as a package -> its name)."""
+        package, _, leaf = self.module.rpartition(".")
+        return package.rpartition(".")[2] if leaf == "measure" else leaf

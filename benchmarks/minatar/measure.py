@@ -2,11 +2,11 @@
 the original `minatar` package, in one run.
 
 Usage:
-  python -m benchmarks.minatar                    # 5 games, N = 4096, 64 steps per call
-  python -m benchmarks.minatar --quick            # 32 steps per call, 3 repeats
-  python -m benchmarks.minatar --games Breakout,Freeway --impls gymnax --repeats 7 --out x.json
-  python -m benchmarks.minatar --rewards-only     # the JAX loops keep no observations
-  python -m benchmarks.minatar --impls reuse,original  # out= reuse and the original only
+  python -m benchmarks.minatar.measure                    # 5 games, N = 4096, 64 steps per call
+  python -m benchmarks.minatar.measure --quick            # 32 steps per call, 3 repeats
+  python -m benchmarks.minatar.measure --games Breakout,Freeway --impls gymnax --out x.json
+  python -m benchmarks.minatar.measure --rewards-only     # the JAX loops keep no observations
+  python -m benchmarks.minatar.measure --impls reuse,original  # out= reuse and the original only
 
 Per game, at N environments, random uniform actions, every step's observation kept:
 - jaxsim: `jaxsim.rollout(jaxsim.make("MinAtar/<Game>-v0"), ..., outputs=("obs", "reward",
@@ -332,3 +332,7 @@ def main(argv=None) -> int:
     out = args.out or default_out("minatar", args.quick)
     failed = [f"{p['game']} {p['impl']}" for p in points if p["status"] == "failed"]
     return finish(record, out, render(points, targets), failed)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

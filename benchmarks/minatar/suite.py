@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.harness.report import schema as s
 from benchmarks.harness.suite import Plan, Suite
-from benchmarks.minatar.report import minatar_section
+from benchmarks.minatar.section import minatar_section
+from benchmarks.report import schema as s
 
 
 def args(p: Plan) -> list[str]:
@@ -23,7 +23,8 @@ def args(p: Plan) -> list[str]:
     if p.mode == "smoke":
         return [*selected, *("--games Breakout --num-envs 8 --steps 4 --repeats 1 "
                 "--original-envs 2 --original-steps 3 --original-repeats 1").split()]  # fmt: skip
-    return [*selected, *(["--quick"] if p.mode == "quick" else [])]
+    # Quick: Breakout, the game the adapters suite also measures; full runs play all five.
+    return [*selected, *(["--quick", "--games", "Breakout"] if p.mode == "quick" else [])]
 
 
 def problems(data: dict[str, Any]) -> list[str]:
@@ -34,7 +35,7 @@ def problems(data: dict[str, Any]) -> list[str]:
 
 SUITE = Suite(
     name="minatar",
-    module="benchmarks.minatar",
+    module="benchmarks.minatar.measure",
     title="MinAtar natively: jaxsim's five games beside gymnax, its adapter and the original",
     heading="## MinAtar: native games beside gymnax and the original",
     problems=problems,

@@ -1,9 +1,9 @@
 """On-policy vs off-policy: the share of training time spent simulating, PPO beside DQN/SAC.
 
 Usage:
-  python -m benchmarks.offpolicy            # 10 traced + 10 timed updates per case; SB3 3 rounds
-  python -m benchmarks.offpolicy --quick    # 3 + 3, SB3 1 shorter round; a few minutes on 2 cores
-  python -m benchmarks.offpolicy --no-gym-loops   # the one-jit jaxsim loops only
+  python -m benchmarks.offpolicy.measure          # 10 traced + 10 timed updates a case; SB3: 3
+  python -m benchmarks.offpolicy.measure --quick  # 3 + 3, SB3 1 shorter round; minutes on 2 cores
+  python -m benchmarks.offpolicy.measure --no-gym-loops  # the one-jit jaxsim loops only
 
 RL-Scope (arXiv 2102.04285) found on-policy algorithms at least 3.5x more simulation-bound than
 off-policy ones. Pairs share an environment: PPO vs DQN on CartPole-v1, PPO vs SAC on
@@ -16,8 +16,8 @@ environment step):
 - loops stepping Gymnasium's CPU environments, as RL-Scope measured (it profiled
   stable-baselines): Stable-Baselines3's PPO, DQN and SAC at rl-baselines3-zoo's settings,
   simulation being the time in SB3's VecEnv (Gymnasium's env.step and SB3's bookkeeping; the
-  env's own step recorded beside it) over `learn()`'s (`benchmarks.offpolicy_sb3`). Recorded as
-  not measured, with the reason, where SB3 is not installed.
+  env's own step recorded beside it) over `learn()`'s (`benchmarks.baselines.offpolicy_sb3`).
+  Recorded as not measured, with the reason, where SB3 is not installed.
 Writes runs/bench/offpolicy_<machine>[_quick].json with provenance and a PNG beside it
 (`python -m benchmarks report --publish` copies a run's records into benchmarks/results/).
 """
@@ -28,6 +28,7 @@ import argparse
 import traceback
 from pathlib import Path
 
+from benchmarks.baselines.offpolicy_sb3 import gymnasium_loops
 from benchmarks.breakdown.cases import agent_case
 from benchmarks.breakdown.measure import CATEGORIES, COLORS, measure
 from benchmarks.harness.arguments import split_list, unknown_names
@@ -36,7 +37,6 @@ from benchmarks.harness.optional import Skipped
 from benchmarks.harness.paths import RUNS_DIR
 from benchmarks.harness.provenance import machine_tag, provenance
 from benchmarks.harness.record import finish
-from benchmarks.offpolicy_sb3 import gymnasium_loops
 
 # environment -> (on-policy, off-policy) algorithms compared on it
 PAIRS = {"CartPole-v1": ("ppo", "dqn"), "Pendulum-v1": ("ppo", "sac")}
@@ -47,7 +47,7 @@ GYM_STEPS = {"ppo": 8192, "dqn": 4096, "sac": 2000}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.offpolicy", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m benchmarks.offpolicy.measure", description=__doc__)
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("--envs", default=",".join(PAIRS), help=f"of {', '.join(PAIRS)}")
     p.add_argument("--iterations", type=int, default=10, help="attributed traced updates")
@@ -212,3 +212,7 @@ def _table(results, comparison, loops) -> str:
             f"{100 * c['off_policy_simulation_share']:.2f}% of learn() in the VecEnv)"
         )
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

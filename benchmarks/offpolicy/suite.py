@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.harness.report import schema as s
 from benchmarks.harness.suite import Plan, Suite
-from benchmarks.offpolicy.report import offpolicy_section
+from benchmarks.offpolicy.section import offpolicy_section
+from benchmarks.report import schema as s
 
 _COMPARISON = (
     ("env", s.STR),
@@ -21,7 +21,8 @@ _COMPARISON = (
 def args(p: Plan) -> list[str]:
     if p.mode == "smoke":
         return "--envs CartPole-v1 --iterations 1 --repeats 1 --min-time 0 --no-gym-loops".split()
-    return ["--quick"] if p.mode == "quick" else []
+    # Quick: the CartPole pair (PPO beside DQN); full runs add Pendulum's (PPO beside SAC).
+    return ["--quick", "--envs", "CartPole-v1"] if p.mode == "quick" else []
 
 
 def problems(data: dict[str, Any]) -> list[str]:
@@ -47,7 +48,7 @@ def problems(data: dict[str, Any]) -> list[str]:
 
 SUITE = Suite(
     name="offpolicy",
-    module="benchmarks.offpolicy",
+    module="benchmarks.offpolicy.measure",
     title="simulation share of an update: PPO beside DQN (CartPole) and SAC (Pendulum)",
     heading="## On-policy vs off-policy",
     problems=problems,

@@ -1,9 +1,9 @@
 """Off-policy time to solve: jaxsim's DQN and SAC beside Stable-Baselines3's, in the same run.
 
 Usage:
-  python -m benchmarks.offpolicy_solve            # 3 seeds each side (~20 min, see below)
-  python -m benchmarks.offpolicy_solve --quick    # 1 seed each side, 5-episode evaluations
-  python -m benchmarks.offpolicy_solve --algorithms dqn --no-sb3
+  python -m benchmarks.offpolicy_solve.measure            # 3 seeds each side (~20 min, see below)
+  python -m benchmarks.offpolicy_solve.measure --quick    # 1 seed each side, 5-episode evaluations
+  python -m benchmarks.offpolicy_solve.measure --algorithms dqn --no-sb3
 
 Returns to reach: CartPole-v1 475 (DQN), Pendulum-v1 -200 (SAC). Both sides are measured the
 same way: training wall-clock until a seed is solved, the evaluations' time taken out. Solved
@@ -16,7 +16,7 @@ on. jaxsim: the `agents.train` preset (agents/presets.py) with the train command
 single-seed program, each until it is solved (SAC: `ONE_SEED_AT_A_TIME`), stopping when every
 seed is solved; its time per seed is the run's time divided by the seeds, compile included and
 reported apart. SB3: rl-
-baselines3-zoo's settings and budget (`benchmarks.offpolicy_sb3.RL_ZOO`) on Gymnasium's
+baselines3-zoo's settings and budget (`benchmarks.baselines.offpolicy_sb3.RL_ZOO`) on Gymnasium's
 environments, one seed after another in this process, torch on `--sb3-torch-threads` threads. A
 side that does not reach the return within its budget is said to, with its best evaluation; its
 whole budget's time is then a lower bound on its time to solve. Full mode's cost, measured on a
@@ -38,6 +38,15 @@ import jax
 import jaxsim
 from agents.algorithms import agent_type
 from agents.presets import config_for
+from atomicfiles import finite_json
+from benchmarks.baselines.offpolicy_sb3 import (
+    RL_ZOO,
+    learn_to_return,
+    sb3_missing,
+    sb3_versions,
+    set_torch_threads,
+)
+from benchmarks.baselines.ppo_sb3 import TARGETS
 from benchmarks.harness.arguments import split_list, unknown_names
 from benchmarks.harness.formatting import format_seconds, format_table, format_verdict
 from benchmarks.harness.paths import RUNS_DIR
@@ -45,16 +54,7 @@ from benchmarks.harness.provenance import machine_tag, provenance
 from benchmarks.harness.record import append_jsonl, finish
 from benchmarks.harness.solved import Confirmations
 from benchmarks.harness.training import train_to_target, training_compile_s
-from benchmarks.offpolicy_sb3 import (
-    RL_ZOO,
-    learn_to_return,
-    sb3_missing,
-    sb3_versions,
-    set_torch_threads,
-)
-from benchmarks.offpolicy_solve.report import UNDECIDED
-from benchmarks.ppo_sb3 import TARGETS
-from jaxsim.files import finite_json
+from benchmarks.offpolicy_solve.section import UNDECIDED
 
 CASES = {"dqn": "CartPole-v1", "sac": "Pendulum-v1"}  # algorithm -> the env it must solve
 EVAL_EVERY = {"dqn": 2000, "sac": 1000}  # env steps between evaluations, both sides
@@ -262,7 +262,8 @@ def speed_and_steps(jx: dict[str, Any], sb3: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.offpolicy_solve", description=__doc__)
+    prog = "python -m benchmarks.offpolicy_solve.measure"
+    p = argparse.ArgumentParser(prog=prog, description=__doc__)
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("--algorithms", default=",".join(CASES), help=f"of {', '.join(CASES)}")
     p.add_argument("--seeds", type=int, default=3, help="jaxsim seeds, trained at once")
@@ -363,3 +364,7 @@ def summary(record: dict[str, Any]) -> str:
             lines.append(f"{algorithm.upper()}: {cmp.get('skipped') or cmp.get('reason')}")
     headers = ["run", "reached", "steps to return", "train wall / seed", "compile / seed"]
     return "\n".join([format_table(headers, rows), *lines])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

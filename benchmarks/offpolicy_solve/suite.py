@@ -1,14 +1,14 @@
 """The offpolicy_solve suite: DQN's and SAC's time to solve beside Stable-Baselines3's. Hours on
-a CPU, so the front door does not run it: `python -m benchmarks.offpolicy_solve` does."""
+a CPU, so the front door does not run it: `python -m benchmarks.offpolicy_solve.measure` does."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from benchmarks.harness import solved
-from benchmarks.harness.report import schema as s
 from benchmarks.harness.suite import Suite
-from benchmarks.offpolicy_solve.report import solve_section
+from benchmarks.offpolicy_solve.section import solve_section
+from benchmarks.report import schema as s
 
 _CASE = (
     ("env", s.STR),
@@ -45,14 +45,14 @@ def problems(data: dict[str, Any]) -> list[str]:
 
 SUITE = Suite(
     name="offpolicy_solve",
-    module="benchmarks.offpolicy_solve",
+    module="benchmarks.offpolicy_solve.measure",
     title="DQN and SAC time-to-solve beside Stable-Baselines3",
     heading="## Off-policy time to solve: DQN and SAC beside Stable-Baselines3",
     problems=problems,
     section=solve_section,
     no_record=(
         "Off-policy (DQN, SAC) time-to-solve beside Stable-Baselines3: not measured (no "
-        "offpolicy_solve record: `python -m benchmarks.offpolicy_solve` writes one; the learning "
-        "results of `agents.train dqn|sac` are in agents/README.md)."
+        "offpolicy_solve record: `python -m benchmarks.offpolicy_solve.measure` writes one; the "
+        "learning results of `agents.train dqn|sac` are in agents/README.md)."
     ),
 )

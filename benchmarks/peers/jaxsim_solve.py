@@ -8,10 +8,10 @@ from typing import Any
 import jax
 
 import jaxsim
+from agents import compile_cache
 from agents.algorithms import agent_type
 from agents.presets import config_for, target_for
 from benchmarks.harness.training import train_to_target
-from jaxsim import compile_cache
 
 
 def solve_preset(

@@ -2,11 +2,11 @@
 
 Usage:
   bash benchmarks/peers/setup_envs.sh                # once: the peers' own venvs (.peer_envs/)
-  python -m benchmarks.peers                         # brax speed + time to 1000, rejax PPO/DQN
-  python -m benchmarks.peers --cases rejax_ppo --seeds 1
-  python -m benchmarks.peers --cases brax_sac_solve --seeds 3   # brax: one process per seed
-  python -m benchmarks.peers --cases brax_ppo_speed_ant
-  python -m benchmarks.peers --smoke                 # tiny budgets: checks that it runs
+  python -m benchmarks.peers.measure                      # brax speed + time to 1000, rejax PPO/DQN
+  python -m benchmarks.peers.measure --cases rejax_ppo --seeds 1
+  python -m benchmarks.peers.measure --cases brax_sac_solve --seeds 3   # brax: one process per seed
+  python -m benchmarks.peers.measure --cases brax_ppo_speed_ant
+  python -m benchmarks.peers.measure --smoke                 # tiny budgets: checks that it runs
 
 Each peer runs in a venv of its own (its pins conflict with jaxsim's: brax 0.14's trainers need a
 jax before 0.10, rejax 0.1.3 a gymnax before 1.0) as a subprocess of this run on the same CPU,
@@ -71,7 +71,7 @@ from benchmarks.harness.paths import REPO_ROOT, RUNS_DIR
 from benchmarks.harness.record import append_jsonl, finish
 from benchmarks.harness.runner import stop_process_group
 from benchmarks.peers import brax_case, rejax_case, sbx_case
-from benchmarks.peers.report import summary
+from benchmarks.peers.section import summary
 from jaxsim.envs import size_cpu_pool
 
 SPEED_CASES = {"brax_ppo_speed": "inverted_pendulum", "brax_ppo_speed_ant": "ant"}
@@ -389,7 +389,7 @@ def sbx_solve(case: str, seeds: int, smoke: bool) -> dict[str, Any]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.peers", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m benchmarks.peers.measure", description=__doc__)
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("--cases", default=",".join(CASES), help=f"of {', '.join(CASES)}")
     p.add_argument("--seeds", type=int, default=3, help="brax_sac, rejax and sbx cases: seeds")
@@ -482,3 +482,7 @@ def main(argv: list[str] | None = None) -> int:
         append_jsonl(partial, {name: result})
     record["wall_s"] = round(time.perf_counter() - t0, 1)
     return finish(record, out, summary(record), failures, partial=partial)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.harness.report import schema as s
-from benchmarks.harness.report.coverage import NOT_MEASURED
 from benchmarks.harness.suite import Plan, Suite
-from benchmarks.peers.report import peers_section
+from benchmarks.peers.section import peers_section
+from benchmarks.report import schema as s
+from benchmarks.report.coverage import NOT_MEASURED
 
 _COMPARISON = (("comparison", s.DICT), ("comparison.ratio", s.optional(s.positive)))
 
@@ -39,7 +39,7 @@ def problems(data: dict[str, Any]) -> list[str]:
 
 SUITE = Suite(
     name="peers",
-    module="benchmarks.peers",
+    module="benchmarks.peers.measure",
     title="jaxsim's agents beside brax's trainers, rejax and SBX (JAX peers, own venvs)",
     heading="## Against the JAX peers: brax's trainer and rejax",
     problems=problems,
@@ -47,6 +47,6 @@ SUITE = Suite(
     args=args,
     no_record=(
         "Not measured (no peers record: `bash benchmarks/peers/setup_envs.sh` makes the peers' "
-        "venvs, then `python -m benchmarks.peers` writes one)."
+        "venvs, then `python -m benchmarks.peers.measure` writes one)."
     ),
 )

@@ -1,9 +1,9 @@
 """PPO time to a solved agent: jaxsim's PPO beside Stable-Baselines3, per seed, cold and warm.
 
 Usage:
-  python -m benchmarks.ppo                                  # the recorded run (~10 min, 2 cores)
-  python -m benchmarks.ppo --envs CartPole-v1 --no-sb3      # one env, no baseline
-  python -m benchmarks.ppo --quick                          # tiny budgets: checks that it runs
+  python -m benchmarks.ppo.measure                             # the recorded run (~10 min, 2 cores)
+  python -m benchmarks.ppo.measure --envs CartPole-v1 --no-sb3      # one env, no baseline
+  python -m benchmarks.ppo.measure --quick                       # tiny budgets: checks that it runs
 
 "Solved", the same for both libraries (`agents.loop.confirmed`): a seed's deterministic stop
 check (32 episodes, one on each of 32 environments, every 1024 env steps: the preset's
@@ -32,9 +32,11 @@ from typing import Any
 import jax
 
 import jaxsim
-from agents import logs
+from agents import compile_cache, logs
 from agents.ppo import PPO
 from agents.presets import config_for, target_for
+from atomicfiles import finite_json
+from benchmarks.baselines.ppo_sb3 import SB3_CARTPOLE, TARGETS, sb3_baseline
 from benchmarks.harness.arguments import split_list
 from benchmarks.harness.formatting import format_ratio, format_seconds, format_table
 from benchmarks.harness.paths import RUNS_DIR
@@ -44,9 +46,6 @@ from benchmarks.harness.solved import Confirmations
 from benchmarks.harness.training import train_to_target
 from benchmarks.ppo.gpu import gpu_training_sps
 from benchmarks.ppo.process import whole_process
-from benchmarks.ppo_sb3 import SB3_CARTPOLE, TARGETS, sb3_baseline
-from jaxsim import compile_cache
-from jaxsim.files import finite_json
 
 
 # ------------------------------------------------------------------------------------ jaxsim PPO
@@ -162,7 +161,8 @@ def _brief(run: dict) -> dict:
 
 # ----------------------------------------------------------------------------------------- main
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.ppo", description=__doc__.split("\n")[0])
+    prog = "python -m benchmarks.ppo.measure"
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     p.add_argument("--envs", default="CartPole-v1,Pendulum-v1", help="comma-separated env ids")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--total-steps", type=int, default=None, help="override the presets' budget")
@@ -351,3 +351,7 @@ def _summary(result: dict) -> str:
                 f"{format_ratio(proc[f'speedup_cold_vs_{label}_excluding_its_checks'])} cold"
             )
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -3,10 +3,10 @@
 jaxsim: `python -m agents.train ppo --env CartPole-v1 --seeds 3 --no-plot --quiet` (the preset
 stops each seed at 475 once an independent evaluation confirms it; every seed must be solved),
 once with a fresh compilation cache folder (cold) and `repeats` times with the folder it filled
-(warm); its time per seed is the process's wall time / 3. SB3: `python -m benchmarks.ppo_sb3
---seed s` (rl-zoo's settings, the same checks), one process per seed, with torch's default
-threads and with one. Every process starts from a fresh interpreter, imports included; times are
-from start to exit.
+(warm); its time per seed is the process's wall time / 3. SB3: `python -m
+benchmarks.baselines.ppo_sb3 --seed s` (rl-zoo's settings, the same checks), one process per seed,
+with torch's default threads and with one. Every process starts from a fresh interpreter, imports
+included; times are from start to exit.
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ def jaxsim_process(seeds: int, cache_dir: str, out: Path) -> dict:
 
 
 def sb3_process(seed: int, threads: int, out: Path) -> dict:
-    """One `benchmarks.ppo_sb3` process for one seed."""
-    cmd = [sys.executable, "-m", "benchmarks.ppo_sb3", "--seed", str(seed)]
+    """One `benchmarks.baselines.ppo_sb3` process for one seed."""
+    cmd = [sys.executable, "-m", "benchmarks.baselines.ppo_sb3", "--seed", str(seed)]
     wall = _timed([*cmd, "--threads", str(threads), "--out", str(out)])
     run = json.loads(out.read_text())
     return {

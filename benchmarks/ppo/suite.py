@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.harness import solved
-from benchmarks.harness.report import schema as s
 from benchmarks.harness.suite import Plan, Suite
-from benchmarks.ppo.report import plot_ppo, ppo_section
+from benchmarks.ppo.section import plot_ppo, ppo_section
+from benchmarks.report import schema as s
 
 _RUN = (("seeds", s.INT), ("target", s.NUMBER), ("sps_whole_loop", s.positive))
 _SB3 = (("seeds_reached", s.INT), ("mean_sps_whole_loop", s.positive), ("runs", s.LIST))
@@ -48,7 +48,7 @@ def problems(data: dict[str, Any]) -> list[str]:
 
 SUITE = Suite(
     name="ppo",
-    module="benchmarks.ppo",
+    module="benchmarks.ppo.measure",
     title="PPO time-to-solve, Stable-Baselines3 beside it",
     heading="## Learning: time to solve",
     problems=problems,

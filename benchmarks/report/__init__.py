@@ -16,9 +16,9 @@ lacks a field or holds a zero, negative or non-finite figure is not used: it is 
 field, in RESULTS.md and on stderr, and an older record shown in its place says so; every other
 file it passes over is named on stderr.
 
-This package composes the suites: document (RESULTS.md, one section per suite of the registry,
-each drawn by the suite's own report module), headline (the published figures beside the
-measured ones, across suites), readme (the README's section) and cli. What a suite's report
-module is written with (records, schema, markdown, plots) and publishing are in
-benchmarks/harness/report/, below the suites.
+The one report layer. Below the suites: records (finding, checking and choosing them), schema
+(field checks), markdown and plots, what each suite's `section.py` is written with, and publish
+(copying records, with coverage). Above them: document (RESULTS.md, one section per suite of the
+registry, drawn by the suite's `section.py`), headline (the published figures beside the measured
+ones, across suites), readme (the README's section) and cli.
 """

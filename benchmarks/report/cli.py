@@ -21,10 +21,10 @@ from pathlib import Path
 
 from benchmarks.harness import registry
 from benchmarks.harness.paths import MANIFEST, REPO_ROOT, RESULTS_DIR, RUNS_DIR
-from benchmarks.harness.report.publish import PublishError, publish
-from benchmarks.harness.report.records import MODE_ORDER
 from benchmarks.report.document import Report, build, checks
+from benchmarks.report.publish import PublishError, publish
 from benchmarks.report.readme import update_readme, write_text_atomic
+from benchmarks.report.records import MODE_ORDER
 
 PROG = "python -m benchmarks report"
 RESULTS_MD = REPO_ROOT / "benchmarks" / "RESULTS.md"

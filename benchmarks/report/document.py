@@ -12,8 +12,12 @@ from typing import Any
 
 from benchmarks.harness import registry
 from benchmarks.harness.formatting import format_seconds, format_table
-from benchmarks.harness.report.markdown import link
-from benchmarks.harness.report.records import (
+from benchmarks.harness.suite import Suite
+from benchmarks.offpolicy.section import off_policy_reason
+from benchmarks.report.headline import headline_table
+from benchmarks.report.markdown import current_command, link
+from benchmarks.report.readme import readme_section, summary_text
+from benchmarks.report.records import (
     MODE_ORDER,
     InvalidRecord,
     Record,
@@ -22,11 +26,7 @@ from benchmarks.harness.report.records import (
     select,
     would_have_been_chosen,
 )
-from benchmarks.harness.report.schema import base_problems
-from benchmarks.harness.suite import Suite
-from benchmarks.offpolicy.report import off_policy_reason
-from benchmarks.report.headline import headline_table
-from benchmarks.report.readme import readme_section, summary_text
+from benchmarks.report.schema import base_problems
 
 
 @dataclasses.dataclass
@@ -69,7 +69,7 @@ def run_log_section(entries: Sequence[dict[str, Any]]) -> str:
         ]
         parts.append(
             f"**{mode}** run `{last['run_id']}` ({last['status']}, {last.get('wall_s')} s): "
-            f"`{last.get('command')}`\n\n"
+            f"`{current_command(last.get('command') or '?')}`\n\n"
             + format_table(["suite", "status", "record", "reason", "wall s"], rows, left=4)
         )
     return "\n\n".join(parts)

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.harness.formatting import format_rate, format_table
-from benchmarks.harness.report.records import Record
-from benchmarks.ppo.report import ppo_summary
+from benchmarks.ppo.section import ppo_summary
 from benchmarks.report.headline import headline_table
-from benchmarks.rollout_throughput.report import (
+from benchmarks.report.records import Record
+from benchmarks.rollout_throughput.section import (
     IMPL_LABELS,
     ordered_impls,
     throughput_points,
@@ -111,6 +111,6 @@ def update_readme(path: Path, section: str) -> bool:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    from jaxsim.files import atomic_write  # imports jax: only when a file is written
+    from atomicfiles import atomic_write  # imports jax: only when a file is written
 
     atomic_write(path, text.encode())

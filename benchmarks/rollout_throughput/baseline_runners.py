@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from benchmarks import baselines
+from benchmarks.baselines import torch_cartpole as baselines
 from benchmarks.harness.optional import Skipped, require
 from benchmarks.harness.timing import time_fn
 from benchmarks.rollout_throughput.config import Config, Measured, observation_size, record_check

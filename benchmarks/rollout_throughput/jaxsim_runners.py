@@ -10,10 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxsim
-import jaxsim.scan
 from benchmarks.harness.optional import Skipped, require
 from benchmarks.harness.timing import time_fn
 from benchmarks.rollout_throughput.config import ENV_ID, Config, Measured, record_check
+from jaxsim.rollout import scan as rollout_scan  # `jaxsim.rollout` is the function
 
 # Random-policy CartPole-v1 episodes last ~22 steps on average.
 EPISODE_LENGTH_RANGE = (18.0, 27.0)
@@ -34,7 +34,7 @@ def bench_jaxsim(
         raise Skipped(f"the out= reuse row is measured on {ENV_ID} only, not {env_id}")
     env = jaxsim.make(env_id)
     n = cfg.scan_steps(num_envs)
-    jitted = jaxsim.scan.scan_jit
+    jitted = rollout_scan.scan_jit
     seeds = itertools.count(1)
     previous = [None]  # reuse: the last call's trajectory, donated to the next
 

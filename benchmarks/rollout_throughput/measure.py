@@ -1,16 +1,16 @@
 """Random-policy env-steps/s vs num_envs: jaxsim's scan backend beside CPU simulators and JAX peers.
 
 Usage:
-  python -m benchmarks.rollout_throughput                     # CartPole, N = 1 ... 65536
-  python -m benchmarks.rollout_throughput --envs all          # all five environments
-  python -m benchmarks.rollout_throughput --quick             # N <= 4096, ~1-3 min on 2 cores
-  python -m benchmarks.rollout_throughput --num-envs 1,16 --repeats 3 --min-time 0.5 --out x.json
+  python -m benchmarks.rollout_throughput.measure             # CartPole, N = 1 ... 65536
+  python -m benchmarks.rollout_throughput.measure --envs all  # all five environments
+  python -m benchmarks.rollout_throughput.measure --quick     # N <= 4096, ~1-3 min on 2 cores
+  python -m benchmarks.rollout_throughput.measure --num-envs 1,16 --repeats 3 --out x.json
 
 Implementations (each where it is installed and provides the environment, else recorded as
 skipped with the reason): jaxsim (recording the full Trajectory, and with outputs="rewards",
 which shows what recording costs); Gymnasium SyncVectorEnv, AsyncVectorEnv and numpy-vectorized
-CartPole; EnvPool; gymnax; an eager-PyTorch CartPole (benchmarks/baselines.py); and jaxsim's
-CartPole physics alone, the floor.
+CartPole; EnvPool; gymnax; an eager-PyTorch CartPole (benchmarks/baselines/torch_cartpole.py);
+and jaxsim's CartPole physics alone, the floor.
 
 Every implementation runs in this one process, interleaved per batch size so that load from
 elsewhere hits them alike; compare the ratios, not the absolute figures, across runs. Before any
@@ -43,7 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import baselines
+from atomicfiles import finite_json
+from benchmarks.baselines import torch_cartpole as baselines
 from benchmarks.harness.arguments import int_list, name_list
 from benchmarks.harness.formatting import format_rate
 from benchmarks.harness.optional import Skipped
@@ -68,7 +69,6 @@ from benchmarks.rollout_throughput.jaxsim_runners import (
     gymnasium_episode_length,
 )
 from benchmarks.rollout_throughput.targets import evaluate_targets, render
-from jaxsim.files import finite_json
 
 FULL_NUM_ENVS = (1, 16, 256, 4096, 65536)
 QUICK_NUM_ENVS = (1, 16, 256, 4096)
@@ -198,7 +198,7 @@ def dynamics_checks(env_id: str, impls: tuple[str, ...]) -> dict[str, dict[str, 
 
 def parse_args(argv=None) -> tuple[Config, Path]:
     p = argparse.ArgumentParser(
-        prog="python -m benchmarks.rollout_throughput",
+        prog="python -m benchmarks.rollout_throughput.measure",
         description=__doc__.splitlines()[0],
     )
     p.add_argument(
@@ -352,3 +352,7 @@ def main(argv=None) -> int:
     ]
     table = render(records, targets, cfg, bandwidth["bytes_per_s"])
     return finish(result, out, table, failed, partial)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

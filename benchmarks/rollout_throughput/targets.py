@@ -6,7 +6,7 @@ from typing import Any
 
 from benchmarks.harness.formatting import format_rate, format_table
 from benchmarks.rollout_throughput.config import ENV_ID, Config
-from benchmarks.rollout_throughput.report import percent
+from benchmarks.rollout_throughput.section import percent
 
 TARGET_NUM_ENVS = 4096
 MEMORY_FLOOR = "memory_floor"

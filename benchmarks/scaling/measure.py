@@ -1,9 +1,9 @@
 """Rollout env-steps/s against device count: the batch split over a mesh (`rollout(mesh=)`).
 
 Usage:
-  python -m benchmarks.scaling                 # CPU: 1 and 2 forced host devices
-  python -m benchmarks.scaling --quick         # fewer steps and repeats
-  python -m benchmarks.scaling --devices 1,2,4 --num-envs 65536 --out x.json
+  python -m benchmarks.scaling.measure                 # CPU: 1 and 2 forced host devices
+  python -m benchmarks.scaling.measure --quick         # fewer steps and repeats
+  python -m benchmarks.scaling.measure --devices 1,2,4 --num-envs 65536 --out x.json
 
 Each device count runs in its own process: on a CPU with
 XLA_FLAGS=--xla_force_host_platform_device_count=D (the flag must be set before jax starts, and
@@ -140,7 +140,7 @@ def _run_child(devices: int, argv: list[str], on_cpu: bool) -> dict:
     if on_cpu:
         flag = f"--xla_force_host_platform_device_count={devices}"
         env["XLA_FLAGS"] = " ".join([env.get("XLA_FLAGS", ""), flag]).strip()
-    cmd = [sys.executable, "-m", "benchmarks.scaling", *argv, "--child", str(devices)]
+    cmd = [sys.executable, "-m", "benchmarks.scaling.measure", *argv, "--child", str(devices)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if proc.returncode:
         raise RuntimeError(f"{devices} device(s) failed:\n{proc.stderr[-4000:]}")
@@ -244,3 +244,7 @@ def main(argv=None) -> int:
         "targets": targets,
     }
     return finish(record, args.out or default_out("scaling", args.quick), "")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

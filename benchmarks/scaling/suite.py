@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.harness.report import schema as s
 from benchmarks.harness.suite import Plan, Suite
-from benchmarks.scaling.report import scaling_section
+from benchmarks.report import schema as s
+from benchmarks.scaling.section import scaling_section
 
 _ROW = (
     ("env", s.STR),
@@ -36,7 +36,7 @@ def problems(data: dict[str, Any]) -> list[str]:
 
 SUITE = Suite(
     name="scaling",
-    module="benchmarks.scaling",
+    module="benchmarks.scaling.measure",
     title="rollout env-steps/s vs device count, the batch split over a mesh",
     heading="## Many devices: the batch split over a mesh",
     problems=problems,

@@ -12,6 +12,7 @@ from jaxsim.cpu_threads import LAPACK_SAFE_THREADS, ensure_cpu_threads
 from jaxsim.envs.classic_control import (
     Acrobot,
     CartPole,
+    CartPoleNoVel,
     MountainCar,
     MountainCarContinuous,
     Pendulum,
@@ -19,7 +20,16 @@ from jaxsim.envs.classic_control import (
 from jaxsim.envs.minatar import ENVS as MINATAR
 from jaxsim.envs.swarm import SIZED, Swarm
 
-_NATIVE = (CartPole, Pendulum, MountainCar, MountainCarContinuous, Acrobot, Swarm, *SIZED)
+_NATIVE = (
+    CartPole,
+    CartPoleNoVel,
+    Pendulum,
+    MountainCar,
+    MountainCarContinuous,
+    Acrobot,
+    Swarm,
+    *SIZED,
+)
 _BUILTIN = (*_NATIVE, *MINATAR)
 NATIVE_IDS = tuple(sorted(cls.id for cls in _BUILTIN))  # the ids jaxsim ships
 REGISTRY: dict[str, Any] = {cls.id: cls for cls in _BUILTIN}  # id -> what builds it

@@ -7,6 +7,7 @@ keeps float64 state; these keep float32, which the parity tests bound.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import jax.numpy as jnp
@@ -67,14 +68,28 @@ class CartPoleState:
     time: jnp.ndarray
 
 
+@dataclasses.dataclass(frozen=True)
+class CartPoleConfig:
+    hide_velocity: bool = field(
+        False,
+        doc="observe (x, theta) only, without the velocities: a partially observed task that "
+        "a policy solves only with memory (observation shape (2,))",
+    )
+
+
 class CartPole(Env[CartPoleState, CartPoleParams]):
-    """Balance a pole on a cart; +1 per step, ends when the pole or cart leaves its bounds."""
+    """Balance a pole on a cart; +1 per step, ends when the pole or cart leaves its bounds.
+
+    `make("CartPole-v1", hide_velocity=True)` (or the id "CartPole-NoVel-v1") observes the
+    positions (x, theta) only: the same physics, rewards and episodes, a partially observed task.
+    """
 
     id = "CartPole-v1"
     params_type = CartPoleParams
     state_type = CartPoleState
+    config_type = CartPoleConfig
     draws = Draws(reset=4)
-    render_fps, draw, state_from_obs = 50, drawing.draw_cartpole, drawing.cartpole_state
+    render_fps, draw = 50, drawing.draw_cartpole
 
     def init_state(self, u, params):
         b = params.reset_bound
@@ -105,14 +120,33 @@ class CartPole(Env[CartPoleState, CartPoleParams]):
         return s.replace(x=x, x_dot=x_dot, theta=theta, theta_dot=theta_dot), reward, terminated
 
     def obs_fields(self, s, params):
+        if self.config.hide_velocity:
+            return s.x, s.theta
         return s.x, s.x_dot, s.theta, s.theta_dot
 
     def observation_space(self, p):
         high = [p.x_threshold * 2, _F32_MAX, p.theta_threshold_radians * 2, _F32_MAX]
+        if self.config.hide_velocity:
+            high = high[0::2]
         return Box(-np.asarray(high), np.asarray(high))
 
     def action_space(self, p):
         return Discrete(2)
+
+    def state_from_obs(self, obs):
+        if self.config.hide_velocity:  # the picture shows positions only: velocities as 0
+            x, theta = obs[..., 0], obs[..., 1]
+            obs = np.stack([x, np.zeros_like(x), theta, np.zeros_like(x)], axis=-1)
+        return drawing.cartpole_state(self, obs)
+
+
+class CartPoleNoVel(CartPole):
+    """CartPole-v1 observing (x, theta) only: `make("CartPole-v1", hide_velocity=True)`."""
+
+    id = "CartPole-NoVel-v1"
+
+    def __init__(self, **kwargs):
+        super().__init__(**{"hide_velocity": True, **kwargs})
 
 
 # ---------------------------------------------------------------------------------------- Pendulum

@@ -17,15 +17,15 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
-from jaxsim.policies import MLPPolicy, OpenLoopPolicy, RandomPolicy
-from jaxsim.transition import Lanes, policy_step
+from jaxsim.policies import MLPPolicy, OpenLoopPolicy, RandomPolicy, mlp_apply
+from jaxsim.rollout.step import Lanes, policy_step
 
 
 # ----------------------------------------------------------------------------- policies on a block
 @dataclasses.dataclass(frozen=True)
 class BlockPolicy:
     """How the kernel evaluates one kind of policy on a block (its adapter to
-    `jaxsim.transition.policy_step`): static, a jit cache key, one subclass per kind; the
+    `jaxsim.rollout.step.policy_step`): static, a jit cache key, one subclass per kind; the
     policy's arrays travel apart, as kernel inputs.
 
     `prepare` turns the arrays into kernel inputs, inside the jitted rollout; `load` runs once
@@ -113,13 +113,105 @@ class TreeBlock(BlockPolicy):
         return columns
 
 
+FIRST_LAYERS = ("dot", "columns", "chunks")  # how an MLP's first layers read the observation
+MLP_CHUNK = 16  # components per dot of "chunks"
+
+
 @dataclasses.dataclass(frozen=True)
 class MLPBlock(TreeBlock):
     """An `MLPPolicy`, its weights padded to power-of-two sizes (`pad_mlp`). Only MLPPolicy's
-    own act_from_seed is known to be right on padded weights (a subclass may override it)."""
+    own act_from_seed is known to be right on padded weights (a subclass may override it).
+
+    `first_layer` says how the actor's and critic's first layers read the observation:
+      "dot": `act_from_seed` on the observation stacked into one [B, obs_dim] operand (the
+        matmul the scan backend runs; interpret mode uses it, bit for bit with the scan);
+      "columns": the sum of each component's contribution, `sum_i obs_i[:, None] * W[i]`
+        over the observation's `obs_dim` [B] columns, rows W[i] loaded from the kernel's
+        input per step: no [B, obs_dim] operand built from obs_dim - 1 pairwise stacks and no
+        [obs_dim, H] dot operand in shared memory. The same products in another order:
+        float32 rounding apart from "dot". Measured for sm_90 (issue 41) it compiles slower:
+        the hidden layers' dots dominate a classic MLP, and a MinAtar observation's 400 to
+        1000 unrolled terms per network outgrow Triton's layout passes (Breakout: past 120
+        CPU-s in ttgir);
+      "chunks": `MLP_CHUNK` components at a time, each chunk a [B, MLP_CHUNK] operand and a
+        dot with its rows of W. Measured for sm_90 it does not help either: Triton gives each
+        dot its own shared memory (Breakout at 32 environments and 8 warps: 496 KB, 20 KB
+        spilled, 40 CPU-s).
+    So "dot" is `FusedConfig`'s default; the others stay selectable (and measurable:
+    `benchmarks.gpu.hopper_compile`'s "mlp/columns", "mlp/chunks").
+    """
+
+    obs_dim: int = 0  # the observation's components, before padding (the rows "columns" reads)
+    first_layer: str = "dot"
+
+    def __post_init__(self):
+        if self.first_layer not in FIRST_LAYERS:
+            raise ValueError(
+                f"MLPBlock: first_layer must be one of {FIRST_LAYERS}, got {self.first_layer!r}"
+            )
+
+    @property
+    def piece(self) -> int:
+        """Rows of W per piece of the first layer: 1 ("columns"), else a power of two no
+        larger than the padded rows, so the pieces stay within them."""
+        if self.first_layer == "columns":
+            return 1
+        return min(MLP_CHUNK, _next_power_of_two(self.obs_dim))
+
+    def _pieces(self) -> list[tuple[int, int]]:
+        return [(i, min(i + self.piece, self.obs_dim)) for i in range(0, self.obs_dim, self.piece)]
 
     def prepare(self, inputs, n: int, num_envs: int) -> list:
         return jax.tree.leaves(pad_mlp(jax.tree.unflatten(self.treedef, inputs)))
+
+    def _first_kernels(self) -> tuple[int, ...]:
+        """Positions, among the policy's leaves, of the actor's and critic's first kernels."""
+        where = jax.tree.unflatten(self.treedef, list(range(self.treedef.num_leaves)))
+        nets = [where.actor] + ([] if where.critic is None else [where.critic])
+        return tuple(net[0][0] for net in nets)
+
+    def load(self, refs):
+        if self.first_layer == "dot":
+            return super().load(refs)
+        first = self._first_kernels()
+        return [r if i in first else r[...] for i, r in enumerate(refs)]  # first: read per row
+
+    def _split(self, w):
+        """A first kernel w[rows, H] as `act` reads it: its rows ("columns") or its chunks of
+        `piece` rows ("chunks")."""
+        if self.first_layer == "columns":
+            return [w[i] for i in range(self.obs_dim)]
+        return [w[i : i + self.piece] for i, _ in self._pieces()]
+
+    def step_inputs(self, loaded, t) -> list:
+        if self.first_layer == "dot":
+            return loaded
+        first = self._first_kernels()
+        return [self._split(w) if j in first else w for j, w in enumerate(loaded)]
+
+    def abstract_step_inputs(self, inputs, width: int):
+        if self.first_layer == "dot":
+            return inputs
+        first = self._first_kernels()
+        return [jax.eval_shape(self._split, w) if j in first else w for j, w in enumerate(inputs)]
+
+    def act(self, env, inputs, index, obs):
+        if self.first_layer == "dot":
+            return super().act(env, inputs, index, obs)
+        values, seed = inputs
+        policy = jax.tree.unflatten(self.treedef, values)
+        columns = [jnp.asarray(c).astype(jnp.float32) for c in env.obs_cells(obs)]
+        if len(columns) != self.obs_dim:
+            raise ValueError(f"MLPBlock: {len(columns)} observation columns, not {self.obs_dim}")
+        if self.first_layer == "chunks":  # each chunk's columns stacked once, for both networks
+            zero = jnp.zeros_like(columns[0])
+            columns = [
+                stack_last([*columns[i:k], *[zero] * (self.piece - (k - i))])
+                for i, k in self._pieces()
+            ]
+        out = _mlp_from_columns(policy.actor, columns)
+        value = None if policy.critic is None else _mlp_from_columns(policy.critic, columns)[:, 0]
+        return policy.act_from_outputs(seed, index, out, value)
 
     def obs_columns(self, policy, columns):
         # zero columns meet the zero rows `pad_mlp` gave the first layers
@@ -127,8 +219,27 @@ class MLPBlock(TreeBlock):
         return (*columns, *[jnp.zeros_like(columns[0])] * extra)
 
 
-def block_policy(policy) -> tuple[BlockPolicy, list]:
-    """(how the kernel runs `policy`, the arrays it takes as inputs)."""
+def _mlp_from_columns(layers, columns):
+    """`policies.mlp_apply(layers, x)` for x given as its [B] columns and the first layer's
+    kernel as its rows: the first layer sums `x_i[:, None] * W[i]` over components, the
+    others are `mlp_apply`'s."""
+    (rows, bias), rest = layers[0], layers[1:]
+
+    def term(col, row):  # a column and a row of W, or a chunk [B, c] and its rows [c, H]
+        if col.ndim == 1:
+            return col[:, None] * row[None, :]
+        return jnp.matmul(col, row, precision=jax.lax.Precision.HIGHEST)
+
+    h = term(columns[0], rows[0])
+    for col, row in zip(columns[1:], rows[1:], strict=True):
+        h = h + term(col, row)
+    h = h + bias
+    return mlp_apply(rest, jnp.tanh(h)) if rest else h
+
+
+def block_policy(policy, mlp_first_layer: str = "dot") -> tuple[BlockPolicy, list]:
+    """(how the kernel runs `policy`, the arrays it takes as inputs); an `MLPPolicy`'s first
+    layers as `mlp_first_layer` says (`MLPBlock`)."""
     if isinstance(policy, OpenLoopPolicy):
         acts, shape = policy.actions, tuple(policy.actions.shape[2:])
         flat = acts.reshape(*acts.shape[:2], math.prod(shape)) if shape else acts
@@ -136,8 +247,10 @@ def block_policy(policy) -> tuple[BlockPolicy, list]:
     if isinstance(policy, RandomPolicy):
         return RandomBlock(policy), []
     leaves, treedef = jax.tree.flatten(policy)
-    kind = MLPBlock if type(policy) is MLPPolicy else TreeBlock
-    return kind(treedef), leaves
+    if type(policy) is MLPPolicy:
+        obs_dim = policy.actor[0][0].shape[0]
+        return MLPBlock(treedef, obs_dim=obs_dim, first_layer=mlp_first_layer), leaves
+    return TreeBlock(treedef), leaves
 
 
 def _next_power_of_two(d: int) -> int:
@@ -180,7 +293,7 @@ BLOCK = Lanes(vmapped=False)  # a block's lanes: the environment's functions app
 def step(
     env, policy: BlockPolicy, policy_values, params, params_axes, carry, t, seed, draws, fields
 ):
-    """Step `t` of a rollout on a block: `jaxsim.transition.policy_step` on its lanes.
+    """Step `t` of a rollout on a block: `jaxsim.rollout.step.policy_step` on its lanes.
 
     `t` is the global step (int32), `seed` the policy's per-step seed (a pair of uint32),
     `draws` the block's reset draws (its `index` the environments' global indices [B]),

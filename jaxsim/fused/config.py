@@ -11,7 +11,7 @@ import jax
 
 from jaxsim.check_env import block_reason
 from jaxsim.core import Env
-from jaxsim.fused.compile_record import compile_reason
+from jaxsim.fused.compile_record import compile_reason, default_tuning
 from jaxsim.policies import MLPPolicy, OpenLoopPolicy, RandomPolicy
 from jaxsim.spaces import Box, Discrete
 
@@ -26,7 +26,9 @@ def is_power_of_two(x) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class FusedConfig:
-    """Tuning of the fused backend; static (part of the compile-cache key).
+    """Tuning of the fused backend; static (part of the compile-cache key). A rollout given no
+    config runs at `FusedConfig.for_family(env, policy)`: these defaults with the block size
+    and warps the compile record measured best for the family.
 
     Attributes:
       block_envs: environments per kernel program, a power of two in [1, 65536]. On a GPU each
@@ -37,12 +39,20 @@ class FusedConfig:
       num_warps: warps per program on a GPU (Triton), one of 1, 2, 4, 8, 16, 32.
       interpret: run the kernel in Pallas interpret mode. None: interpret unless jax's default
         backend is a GPU (on a CPU interpret mode is the only way; it checks, it is not fast).
+      mlp_first_layer: how an `MLPPolicy`'s first layers read the observation
+        (`jaxsim.fused.block.MLPBlock`): "dot" (one [block, obs_dim] operand and a matmul, as
+        the scan backend: bit for bit with it in its actions on a CPU), "columns" (a sum of
+        each component's contribution `obs_i[:, None] * W[i]`) or "chunks" (a dot per 16
+        components); the last two float32 rounding apart from "dot". "dot" by default: the
+        others measured no better for sm_90 (benchmarks/results/hopper_compile_cpu2_vm.json;
+        for MinAtar's MLPs, all three miss issue 41's targets).
     """
 
     block_envs: int = 256
     steps_per_launch: int = 64
     num_warps: int = 4
     interpret: bool | None = None
+    mlp_first_layer: str = "dot"
 
     def __post_init__(self):
         if not (is_power_of_two(self.block_envs) and self.block_envs <= _MAX_BLOCK_ENVS):
@@ -64,6 +74,20 @@ class FusedConfig:
             raise ValueError(
                 f"FusedConfig: interpret must be None or a bool, got {self.interpret!r}"
             )
+        if self.mlp_first_layer not in ("dot", "columns", "chunks"):
+            raise ValueError(
+                "FusedConfig: mlp_first_layer must be 'dot', 'columns' or 'chunks', got "
+                f"{self.mlp_first_layer!r}"
+            )
+
+    @classmethod
+    def for_family(cls, env, policy) -> FusedConfig:
+        """The configuration a rollout of `env` with `policy` runs at when given none: the
+        block size and warps the compile record chose for their family (`compile_record.
+        default_tuning`: no spills, shared memory and compile time within the targets), else
+        the defaults above."""
+        block_envs, num_warps = default_tuning(env, policy)
+        return cls(block_envs=block_envs, num_warps=num_warps)
 
     def resolved_interpret(self) -> bool:
         return jax.default_backend() != "gpu" if self.interpret is None else self.interpret
@@ -154,9 +178,10 @@ def auto_backend(env, policy) -> str:
     `RandomPolicy`, `OpenLoopPolicy` and `MLPPolicy` (whose Triton lowering the tests check for
     every environment), unless the action space is a Box of a size that is not a power of two
     (an action is an array of that size, which Triton does not lower), and only for a family
-    whose kernel the compile record (`jaxsim.fused.compile_record`: sm_90, `FusedConfig()`'s
-    defaults) shows compiling within 10 CPU-seconds, spilling little and fitting shared memory
-    (not an MLP of 64x64 or a MinAtar game but Breakout, for instance). Any other policy with
+    whose kernel the compile record (`jaxsim.fused.compile_record`: sm_90, at the family's
+    default configuration, `FusedConfig.for_family`) shows meeting issue 41's targets: no
+    spills, at most 100 KiB of shared memory, compiled within 20 CPU-seconds (60 for a MinAtar
+    game; no MinAtar MLP does, for instance). Any other policy with
     `act_from_seed` runs fused only when asked for explicitly. `auto_reason` says why the scan;
     on a GPU it is logged once per reason (logger "jaxsim.fused").
     """

@@ -21,66 +21,24 @@ import jax.numpy as jnp
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from jaxsim import plan, rng
-from jaxsim.autoreset import ResetDraws, map_with_axes
+from jaxsim import rng
 from jaxsim.fused import block as blk
 from jaxsim.fused import compile_once, kernel, reference
 from jaxsim.fused.config import FusedConfig, refusal, unsupported_reason
-from jaxsim.plan import RolloutInputs, RolloutSpec, combine_sampler
 from jaxsim.policies import OpenLoopPolicy
+from jaxsim.rng import ResetDraws
+from jaxsim.rollout.spec import RolloutInputs, RolloutSpec, combine_sampler
+from jaxsim.rollout.step import Carry, Lanes, initial_carry, map_with_axes
+from jaxsim.rollout.trajectory import STEP_OUTPUTS, Trajectory
 from jaxsim.sharding import ENV_AXIS, batch_spec
-from jaxsim.trajectory import STEP_OUTPUTS, Trajectory, check_outputs
-from jaxsim.transition import Carry, Lanes, initial_carry
-
-
-def fused_rollout(
-    env,
-    policy,
-    n: int,
-    *,
-    num_envs: int,
-    key,
-    params,
-    state,
-    outputs,
-    config,
-    params_sampler=None,
-    checks=False,
-    reference=False,
-    mesh=None,
-    auto=False,
-) -> Trajectory:
-    """The fused backend on arguments `jaxsim.rollout` has validated (what tests call directly).
-
-    Args:
-      env, policy, n, num_envs, key, params, state, params_sampler, checks: as
-        `jaxsim.rollout` (policy resolved, state a `RolloutState` or None; with checks, the
-        trajectory's `checks` holds the per-environment record, which `rollout` reports).
-      outputs: as `jaxsim.rollout`: a preset ("all", "rewards", "stats") or a collection of names.
-      config: a `FusedConfig`, or None for the defaults.
-      reference: run the plain-jnp reference (the same block step on the whole batch under
-        `lax.scan`) instead of the kernel: what the kernel is tested against.
-      mesh: a mesh `jaxsim.sharding.check_mesh` accepted, or None: the kernel runs per shard of
-        the batch (`_sharded`).
-      auto: `backend="auto"` chose the kernel: compile it first, once per configuration, and
-        raise `KernelCompileError` if that fails (`jaxsim.fused.compile_once`).
-
-    Returns:
-      A `Trajectory` like the scan backend's (leaves the outputs left out are None).
-    """
-    spec, inputs = plan.make(
-        env, n, num_envs, check_outputs(outputs), checks, key, params, state,
-        params_sampler=params_sampler, mesh=mesh,
-    )  # fmt: skip
-    return run_fused(spec, policy, inputs, config, auto=auto, reference=reference)
 
 
 def run_fused(
     spec: RolloutSpec, policy, inputs: RolloutInputs, config, *, auto=False, reference=False
 ) -> Trajectory:
-    """The fused backend of a resolved rollout (`jaxsim.plan.make`): the policy's block form
+    """The fused backend of a resolved rollout (`jaxsim.rollout.spec.make`): the policy's block form
     and the kernel's config join the spec, then the kernel runs on one device or per shard."""
-    config = FusedConfig() if config is None else config
+    config = FusedConfig.for_family(spec.env, policy) if config is None else config
     if not isinstance(config, FusedConfig):
         raise TypeError(f"rollout: fused_config must be a FusedConfig, got {type(config).__name__}")
     env = spec.env
@@ -94,7 +52,7 @@ def run_fused(
             "rollout: the fused backend takes a params_sampler whose leaves are arrays "
             "(kernel inputs); use backend='scan' for this one"
         )
-    block_policy, policy_inputs = blk.block_policy(policy)
+    block_policy, policy_inputs = blk.block_policy(policy, config.mlp_first_layer)
     spec = spec.replace(policy=block_policy, fused=config, use_kernel=not reference)
     inputs = inputs.replace(policy=policy_inputs)
     if spec.mesh is not None:

@@ -46,9 +46,10 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 
-from jaxsim.autoreset import ResetDraws, map_with_axes
 from jaxsim.fused import block as blk
-from jaxsim.plan import RolloutSpec
+from jaxsim.rng import ResetDraws
+from jaxsim.rollout.spec import RolloutSpec
+from jaxsim.rollout.step import map_with_axes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,9 +87,9 @@ class _Launch:
     step: _Hoisted  # blk.step on one block, its constants hoisted (kernel input "consts")
 
 
-def _kernel(buf_refs, in_refs, out_refs, carry_refs, *, plan: _Launch):
+def _kernel(buf_refs, in_refs, out_refs, carry_refs, *, launch: _Launch):
     del buf_refs  # aliased to out_refs: rows that earlier launches wrote stay as they are
-    spec = plan.spec
+    spec = launch.spec
     env, policy, block_envs = spec.env, spec.policy, spec.fused.block_envs
     t0, steps = in_refs["window"][0], in_refs["window"][1]
     params = map_with_axes(_load, in_refs["params"], spec.params_axes)
@@ -102,14 +103,14 @@ def _kernel(buf_refs, in_refs, out_refs, carry_refs, *, plan: _Launch):
     loaded = policy.load(in_refs["policy"])
     seeds = in_refs["policy_seeds"]
     consts = [
-        r[...].astype(d) for r, d in zip(in_refs["consts"], plan.step.const_dtypes, strict=True)
+        r[...].astype(d) for r, d in zip(in_refs["consts"], launch.step.const_dtypes, strict=True)
     ]
 
     def body(i, carry):
         t = t0 + i
         seed = (seeds[t, 0], seeds[t, 1])
         values = policy.step_inputs(loaded, t)
-        carry, record = plan.step(consts, params, carry, t, seed, draws, values)
+        carry, record = launch.step(consts, params, carry, t, seed, draws, values)
         # One row of B lanes per output and component: out[t, block] or out[t, block, c].
         for ref, cols in zip(out_refs, blk.output_columns(record), strict=True):
             if len(ref.shape) == 2:
@@ -136,7 +137,7 @@ def _load(ref, axis):
     return ref[0] if axis is None else ref[...]
 
 
-def _launch(plan: _Launch, t0, steps, ins, carry, outs):
+def _launch(launch: _Launch, t0, steps, ins, carry, outs):
     """One pallas_call: `steps` steps from step `t0` for every block; returns (outs, carry).
 
     `outs` are the [n, num_envs, ...] outputs earlier launches wrote (None for the first launch):
@@ -144,7 +145,7 @@ def _launch(plan: _Launch, t0, steps, ins, carry, outs):
     `t0` and `steps` are kernel inputs, not constants, so all launches after the first share
     one kernel.
     """
-    spec = plan.spec
+    spec = launch.spec
     b = spec.fused.block_envs
     num_envs = jax.tree.leaves(carry)[0].shape[0]
 
@@ -166,14 +167,14 @@ def _launch(plan: _Launch, t0, steps, ins, carry, outs):
     )
     if spec.policy.time_major:
         in_specs["policy"] = [per_step(a.shape[2:]) for a in ins["policy"]]
-    out_specs = [per_step(trailing) for trailing, _ in plan.layout]
+    out_specs = [per_step(trailing) for trailing, _ in launch.layout]
     bufs = [] if outs is None else outs
     out_shape = (
-        [jax.ShapeDtypeStruct((spec.n, num_envs, *tr), dtype) for tr, dtype in plan.layout],
+        [jax.ShapeDtypeStruct((spec.n, num_envs, *tr), dtype) for tr, dtype in launch.layout],
         jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), carry),
     )
     return pl.pallas_call(
-        functools.partial(_kernel, plan=plan),
+        functools.partial(_kernel, launch=launch),
         out_shape=out_shape,
         grid=(num_envs // b,),
         in_specs=(out_specs if bufs else [], in_specs),
@@ -197,8 +198,9 @@ def run(spec: RolloutSpec, layout: tuple, block_step, example_args, ins: dict, c
         params, on the batch padded to whole blocks (`carry`'s size).
 
     ceil(n / K) launches: the first creates the [n, num_envs, ...] outputs, the others write
-    into them. Launch l runs steps l*K ... min((l + 1) * K, n) - 1: the last is shorter if K
-    does not divide n.
+    into them (interpreted, all write into outputs made before them: one kernel to compile).
+    Launch l runs steps l*K ... min((l + 1) * K, n) - 1: the last is shorter if K does not
+    divide n.
     """
     step, consts = _Hoisted.trace(block_step, *example_args)
     # Kernels take no captured arrays and no 0-d inputs: shared values travel as [1, ...].
@@ -208,16 +210,24 @@ def run(spec: RolloutSpec, layout: tuple, block_step, example_args, ins: dict, c
         params=map_with_axes(_as_input, ins["params"], spec.params_axes),
         sampler=jax.tree.map(lambda x: _as_input(x, None), ins["sampler"]),
     )
-    plan = _Launch(spec, layout, step)
+    launch = _Launch(spec, layout, step)
     n, k = spec.n, spec.fused.steps_per_launch
-    outs, carry = _launch(plan, 0, min(k, n), ins, carry, None)
+    launches = math.ceil(n / k)
 
-    def launch(i, outs_carry):
+    def next_launch(i, outs_carry):
         outs, carry = outs_carry
-        t0 = (i + 1) * k
-        return _launch(plan, t0, jnp.minimum(k, n - t0), ins, carry, outs)
+        t0 = i * k
+        return _launch(launch, t0, jnp.minimum(k, n - t0), ins, carry, outs)
 
-    more = math.ceil(n / k) - 1
-    if more:
-        outs, carry = lax.fori_loop(0, more, launch, (outs, carry))
+    if launches > 1 and spec.fused.resolved_interpret():
+        # Interpreted (the CPU's tests): every launch writes into buffers made here, so the
+        # kernel is one program, compiled once; a first launch that creates its outputs is a
+        # second program, and interpreting doubles what each costs to compile. On a GPU the
+        # first launch creates them: no extra pass over the trajectory's memory.
+        num_envs = jax.tree.leaves(carry)[0].shape[0]
+        outs = [jnp.zeros((n, num_envs, *tr), dtype) for tr, dtype in layout]
+        return lax.fori_loop(0, launches, next_launch, (outs, carry))
+    outs, carry = _launch(launch, 0, min(k, n), ins, carry, None)
+    if launches > 1:
+        outs, carry = lax.fori_loop(1, launches, next_launch, (outs, carry))
     return outs, carry

@@ -1,6 +1,6 @@
 """The fused kernel's plain-jnp reference: the same block step on the whole batch, under lax.scan.
 
-`jaxsim.fused.kernel.run` is tested against this (`fused_rollout(..., reference=True)`): it takes
+`jaxsim.fused.kernel.run` is tested against this (`run_fused(..., reference=True)`): it takes
 the same inputs and gives the same outputs, with no Pallas, no blocks and no launches. (The scan
 backend is the other reference: the tests hold the kernel to both.)
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax import lax
 
-from jaxsim.autoreset import ResetDraws
 from jaxsim.fused import block as blk
-from jaxsim.plan import RolloutSpec
+from jaxsim.rng import ResetDraws
+from jaxsim.rollout.spec import RolloutSpec
 
 
 def run(spec: RolloutSpec, layout: tuple, block_step, ins: dict, carry):

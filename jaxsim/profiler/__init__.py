@@ -56,10 +56,16 @@ __all__ = [
     "Profiler",
     "Row",
     "check_output_dir",
+    "parse_phases",
     "plot_report",
     "plot_stacked",
     "profile",
 ]
+
+
+def parse_phases(text: str) -> tuple[str, ...]:
+    """A comma-separated list of phase names, as the command lines take it ("rollout,loss")."""
+    return tuple(p.strip() for p in text.split(",") if p.strip())
 
 
 def check_output_dir(out_dir: str | os.PathLike) -> None:

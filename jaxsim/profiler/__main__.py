@@ -2,7 +2,6 @@
 
   python -m jaxsim.profiler [-o DIR] [--phases a,b] [--baseline N] -m module [args...]
   python -m jaxsim.profiler [-o DIR] [--phases a,b] [--baseline N] script.py [args...]
-  python -m jaxsim.profiler rollout --env CartPole-v1 --num-envs 1024 --steps 128 --out prof/
   python -m jaxsim.profiler show prof/rollout.json
 
 The first two run the target (`runpy`, with `sys.argv` set to the target and its arguments) once
@@ -12,7 +11,10 @@ trace `<name>.trace.json.gz` there. Everything after the module or script belong
 `python -m jaxsim.profiler -o prof -m agents.train ppo --env CartPole-v1`. `--baseline N` first
 runs the target N times uninstrumented, in child processes: the overhead correction is
 calibrated on the first (and every other) run and checked against the others (N >= 2). A script
-named `rollout` or `show` is run as `./rollout`.
+named `show` is run as `./show`.
+
+To profile `jaxsim.rollout` itself: `python -m benchmarks.micro.profile_rollout` (the profiler
+knows no environment).
 
 The target runs in this process after jax was imported and its backend started (the trace needs
 it): set XLA_FLAGS and JAX_PLATFORMS in the environment, not inside the target. Profile a short
@@ -32,14 +34,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from jaxsim.profiler import DEFAULT_PHASES, ProfileReport, check_output_dir, profile
+from jaxsim.profiler import (
+    DEFAULT_PHASES,
+    ProfileReport,
+    check_output_dir,
+    parse_phases,
+    profile,
+)
 from jaxsim.profiler._capture import CompileMonitor
 
-SUBCOMMANDS = ("rollout", "show")
-
-
-def _phases(text: str) -> tuple[str, ...]:
-    return tuple(p.strip() for p in text.split(",") if p.strip())
+SUBCOMMANDS = ("show",)
 
 
 # ---------------------------------------------------------------------------------- the runner
@@ -53,7 +57,7 @@ def runner_parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--out", default=None, help="folder for JSON, PNG, Perfetto trace")
     parser.add_argument(
         "--phases",
-        type=_phases,
+        type=parse_phases,
         default=DEFAULT_PHASES,
         help=f"comma-separated named scopes to report (default {','.join(DEFAULT_PHASES)})",
     )
@@ -193,71 +197,15 @@ def run(argv: list[str]) -> ProfileReport | None:
     return prof.report
 
 
-# ------------------------------------------------------------------------- rollout and show
+# ------------------------------------------------------------------------------------- show
 def subcommand_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m jaxsim.profiler", description="profile a jaxsim rollout, or show a report"
+        prog="python -m jaxsim.profiler", description="show a saved report"
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    ro = sub.add_parser("rollout", help="profile jaxsim.rollout under an MLP or random policy")
-    ro.add_argument("--env", default="CartPole-v1", help="a jaxsim environment id")
-    ro.add_argument("--num-envs", type=int, default=1024)
-    ro.add_argument("--steps", type=int, default=128, help="steps per rollout (one iteration)")
-    ro.add_argument("--policy", choices=("mlp", "random"), default="mlp")
-    ro.add_argument("--backend", default="auto", help="jaxsim.rollout backend")
-    ro.add_argument("--iterations", type=int, default=10, help="attributed traced iterations")
-    ro.add_argument("--repeats", type=int, default=10, help="uninstrumented iterations")
-    ro.add_argument(
-        "--min-time", type=float, default=0.2, help="seconds of timed calls at least (fast fns)"
-    )
-    ro.add_argument("--phases", type=_phases, default=DEFAULT_PHASES, help="comma-separated")
-    ro.add_argument("-o", "--out", default=None, help="folder for JSON, PNG, Perfetto trace")
-    ro.add_argument("--name", default=None, help="file stem (default rollout_<backend>)")
-    ro.add_argument("--no-png", action="store_true")
-    ro.add_argument("--seed", type=int, default=0)
     show = sub.add_parser("show", help="print the table of a saved <name>.json report")
     show.add_argument("report")
     return parser
-
-
-def _rollout(args) -> ProfileReport:
-    import jax
-
-    import jaxsim
-
-    env = jaxsim.make(args.env)
-    key = jax.random.key(args.seed)
-    if args.policy == "mlp":
-        policy = jaxsim.init_mlp_policy(jax.random.fold_in(key, 1), env)
-    else:
-        policy = jaxsim.random_policy(env)
-    # One rollout per iteration, continuing from the last one's final state (the key stays: a
-    # per-iteration key would add an eager dispatch that is not part of the rollout).
-    carry = {"state": None}
-
-    def step():
-        out = jaxsim.rollout(
-            env,
-            policy,
-            args.steps,
-            num_envs=args.num_envs,
-            key=key,
-            state=carry["state"],
-            backend=args.backend,
-        )
-        carry["state"] = out.final_state
-        return out
-
-    return profile(
-        step,
-        phases=args.phases,
-        iterations=args.iterations,
-        repeats=args.repeats,
-        min_time=args.min_time,
-        out_dir=args.out,
-        name=args.name or f"rollout_{args.backend}",
-        png=not args.no_png,
-    )
 
 
 def main(argv: list[str] | None = None) -> ProfileReport | None:
@@ -267,7 +215,7 @@ def main(argv: list[str] | None = None) -> ProfileReport | None:
         parser = subcommand_parser()
         args = parser.parse_args(argv)
         try:
-            report = ProfileReport.load(args.report) if args.command == "show" else _rollout(args)
+            report = ProfileReport.load(args.report)
         except (ValueError, TypeError, OSError) as e:
             parser.exit(2, f"error: {e}\n")
         print(report.format_table())

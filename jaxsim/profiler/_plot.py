@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from jaxsim.files import write_figure_atomic
+from atomicfiles import write_figure_atomic
 
 # Host and idle rows in greys, so device phases stand out.
 _FIXED_COLORS = {

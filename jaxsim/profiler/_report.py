@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from jaxsim.files import finite_json
+from atomicfiles import finite_json
 from jaxsim.profiler._hlo import UNSCOPED
 from jaxsim.profiler._trace import COMPILE, DISPATCH, IDLE, PYTHON
 

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from jaxsim.files import write_json_atomic
+from atomicfiles import write_json_atomic
 from jaxsim.profiler._hlo import UNSCOPED
 from jaxsim.profiler._plot import matplotlib_missing, plot_report
 from jaxsim.profiler._trace import HOST_KEYS

@@ -14,10 +14,9 @@ import pytest
 from flax import struct
 
 import jaxsim
-from agents import logs, train
+from agents import compile_cache, logs, train
 from agents.loop import MIN_EPISODES, confirmed, independent_evaluation, run_chunks
 from agents.ppo import PPO, PPOConfig
-from jaxsim import compile_cache
 
 
 @struct.dataclass

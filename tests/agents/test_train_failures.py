@@ -205,7 +205,7 @@ def test_a_seed_beyond_64_bits_is_refused_by_name(capsys, tmp_path, seed):
 def test_sizes_beyond_free_memory_are_refused_by_the_flags_name(
     capsys, tmp_path, monkeypatch, flags, message
 ):
-    from jaxsim import memory
+    from jaxsim.rollout import checks as memory
 
     monkeypatch.setattr(memory, "_available_bytes", lambda: 10**7)  # 10 MB free
     err = _exits(capsys, [*TINY, *flags, "--out", str(tmp_path)])

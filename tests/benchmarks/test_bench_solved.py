@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from agents.loop import MIN_EPISODES, ChunkReport
-from benchmarks import offpolicy_sb3
+from benchmarks.baselines import offpolicy_sb3
 from benchmarks.harness import solved
 from benchmarks.offpolicy_solve import suite as solve_suite
 from benchmarks.ppo import suite as ppo_suite
@@ -99,7 +99,7 @@ class _Evaluations:
 def test_sb3_stops_only_on_a_check_the_independent_evaluation_confirms(monkeypatch, confirm, stops):
     from stable_baselines3.common import evaluation
 
-    from benchmarks.ppo_sb3 import eval_until_return
+    from benchmarks.baselines.ppo_sb3 import eval_until_return
 
     fake = _Evaluations(check=490.0, confirm=confirm)
     monkeypatch.setattr(evaluation, "evaluate_policy", fake)

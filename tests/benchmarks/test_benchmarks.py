@@ -16,10 +16,10 @@ if _REPO not in sys.path:
 # The report's record builders, for the off-policy tests that import them from here.
 from test_benchmarks_report import _offpolicy_record, _prov, _report  # noqa: E402, F401
 
+from atomicfiles import write_json_atomic  # noqa: E402
 from benchmarks.harness import arguments, formatting, provenance, timing  # noqa: E402
 from benchmarks.harness.record import append_jsonl, read_jsonl  # noqa: E402
 from benchmarks.rollout_throughput import measure as rt  # noqa: E402
-from jaxsim.files import write_json_atomic  # noqa: E402
 
 TINY = ["--repeats", "1", "--min-time", "0", "--steps-per-call", "256"]
 OPTIONAL_IMPLS = rt.IMPLS.keys() - {"jaxsim", "physics_only"}
@@ -111,7 +111,7 @@ def test_write_json_atomic_leaves_no_partial_file(tmp_path):
 
 def test_figures_are_written_atomically_into_folders_not_yet_made(tmp_path):
     pytest.importorskip("matplotlib")
-    from jaxsim.files import write_figure_atomic
+    from atomicfiles import write_figure_atomic
     from jaxsim.profiler import plot_stacked
 
     class Broken:  # a figure whose drawing fails half-way
@@ -193,7 +193,7 @@ def test_comma_lists_parse_one_way():
 # ------------------------------------------------------------------ baselines and their checks
 def test_torch_cartpole_matches_jaxsim_dynamics():
     pytest.importorskip("torch")
-    from benchmarks import baselines
+    from benchmarks.baselines import torch_cartpole as baselines
 
     ref = baselines.reference_transitions("CartPole-v1", num_envs=16, steps=10)
     check = baselines.torch_dynamics_check("CartPole-v1", ref)

@@ -15,10 +15,10 @@ if str(_REPO) not in sys.path:
 import jaxsim  # noqa: E402
 from benchmarks.harness.paths import RESULTS_DIR  # noqa: E402
 from benchmarks.harness.registry import record_problems  # noqa: E402
-from benchmarks.harness.report.records import Record  # noqa: E402
+from benchmarks.report.records import Record  # noqa: E402
 from benchmarks.rollout_throughput import measure as rt  # noqa: E402
 from benchmarks.rollout_throughput.floor import copy_bandwidth, step_bytes  # noqa: E402
-from benchmarks.rollout_throughput.report import throughput_section  # noqa: E402
+from benchmarks.rollout_throughput.section import throughput_section  # noqa: E402
 
 
 def _cells(row: str) -> list[str]:

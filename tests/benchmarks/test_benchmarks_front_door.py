@@ -44,9 +44,28 @@ def test_front_door_sizes_each_suite_per_mode_and_baselines():
         return registry.SUITES[name].args(Plan(mode, frozenset(baselines), gpu))
 
     quick = args("throughput", "quick")
-    assert (
-        quick[:3] == ["--quick", "--envs", "all"] and "envpool" in quick[quick.index("--impls") + 1]
+    # Quick (the main job's few minutes): fewer environments and cases than full, which runs
+    # them all.
+    assert quick[:3] == ["--quick", "--envs", "CartPole-v1,Pendulum-v1"]
+    assert "envpool" in quick[quick.index("--impls") + 1]
+    assert args("throughput", "full")[:2] == ["--envs", "all"]
+    assert args("adapters", "quick")[:2] == ["--families", "brax,gymnasium"]
+    assert args("adapters", "quick")[-4:] == [
+        "--brax-env",
+        "inverted_pendulum",
+        "--num-envs",
+        "256",
+    ]
+    assert args("adapters", "full")[:2] == ["--families", "brax,gymnax,gymnasium"]
+    assert "--num-envs" not in args("adapters", "full")
+    assert "1,4096" in args("throughput", "quick") and "--num-envs" not in args(
+        "throughput", "full"
     )
+    assert args("breakdown", "quick")[1] == "ppo_scan,gym_sync"
+    assert "ppo_fused" in args("breakdown", "quick", gpu=True)[1]
+    assert "ppo_fused" in args("breakdown", "full")[1]
+    assert args("offpolicy", "quick") == ["--quick", "--envs", "CartPole-v1"]
+    assert args("offpolicy", "full") == []
     assert args("throughput", "quick", ["gymnax"])[4] == (
         "jaxsim,jaxsim_reuse,jaxsim_rewards,gymnax,physics_only"
     )
@@ -149,8 +168,8 @@ _TOY = {
     "__init__.py": '"""A toy suite: counts to N."""\n',
     "suite.py": '''"""The toy suite: its arguments per mode, record schema and report section."""
 
-from benchmarks.harness.report import schema as s
-from benchmarks.harness.report.markdown import provenance_block
+from benchmarks.report import schema as s
+from benchmarks.report.markdown import provenance_block
 from benchmarks.harness.suite import Suite
 
 
@@ -213,10 +232,11 @@ def test_the_registry_reads_every_suite_without_importing_jax():
     # suites' measuring code), or it would hold the accelerator while the suites run.
     code = (
         "import sys, benchmarks.__main__, benchmarks.report.cli\n"
-        "import benchmarks.fusion as f\n"
-        "print(sorted({'jax', 'jaxsim', 'agents'} & set(sys.modules)), type(f.measure).__name__)"
+        "import importlib.util\n"
+        "spec = importlib.util.find_spec('benchmarks.fusion.measure')\n"
+        "print(sorted({'jax', 'jaxsim', 'agents'} & set(sys.modules)), type(spec).__name__)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=_REPO, capture_output=True, text=True, check=True
     )
-    assert out.stdout.split() == ["[]", "module"]
+    assert out.stdout.split() == ["[]", "ModuleSpec"]

@@ -1,4 +1,5 @@
-"""benchmarks.gymnasium_front's single-environment front: paired per-repeat ratios, bad input."""
+"""benchmarks.micro.gymnasium_front's single-environment front: paired per-repeat ratios, bad
+input."""
 
 import statistics
 import sys
@@ -10,7 +11,7 @@ _REPO = Path(__file__).resolve().parents[2]
 if str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
-from benchmarks import gymnasium_front  # noqa: E402
+from benchmarks.micro import gymnasium_front  # noqa: E402
 
 
 @pytest.mark.parametrize("env_id", gymnasium_front.SINGLE_ENV_IDS)

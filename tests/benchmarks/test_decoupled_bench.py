@@ -6,7 +6,7 @@ import pytest
 
 from benchmarks.decoupled import measure
 from benchmarks.decoupled.suite import SUITE
-from benchmarks.harness.report.records import Record
+from benchmarks.report.records import Record
 
 
 def _run(seed, wall, checks, steps):
@@ -29,7 +29,7 @@ def _record(sb3_steps=(20_000, 30_000, 25_000)):
         "provenance": {"command": "python -m benchmarks.decoupled", "cpu_count": 2},
         "env": measure.ENV,
         "jaxsim_command": "python -m agents.train ppo ...",
-        "sb3_command": "python -m benchmarks.ppo_sb3 ...",
+        "sb3_command": "python -m benchmarks.baselines.ppo_sb3 ...",
         "solved_rule": "the rule",
         "jaxsim": jaxsim,
         "sb3": sb3,

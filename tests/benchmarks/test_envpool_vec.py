@@ -1,4 +1,4 @@
-"""benchmarks.envpool_vec: Stable-Baselines3 on EnvPool (skipped without EnvPool or SB3)."""
+"""benchmarks.baselines.envpool_vec: Stable-Baselines3 on EnvPool (skipped without EnvPool, SB3)."""
 
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ import pytest
 pytest.importorskip("envpool", reason="EnvPool is not installed")
 sb3 = pytest.importorskip("stable_baselines3", reason="stable-baselines3 (and torch) absent")
 
-from benchmarks.envpool_vec import envpool_vec_env  # noqa: E402 (after the importorskips)
+from benchmarks.baselines.envpool_vec import envpool_vec_env  # noqa: E402 (after the importorskips)
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # Gymnasium's Box precision notes
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from benchmarks.harness.registry import SUITES, record_problems
-from benchmarks.harness.report.records import Record
 from benchmarks.harness.suite import Plan
 from benchmarks.minatar import loops
 from benchmarks.minatar import measure as minatar
+from benchmarks.report.records import Record
 
 
 def test_tiny_run_writes_a_valid_record(tmp_path):
@@ -62,7 +62,8 @@ def test_smoke_plan_is_tiny_and_follows_the_baselines():
     args = SUITES["minatar"].args
     smoke = args(Plan("smoke", frozenset({"gymnax"}), on_gpu=False))
     assert smoke[:2] == ["--impls", "gymnax,adapter"] and "--num-envs" in smoke
-    assert args(Plan("quick", frozenset(), on_gpu=False)) == ["--impls", "none", "--quick"]
+    quick = ["--impls", "none", "--quick", "--games", "Breakout"]  # the main job: one game
+    assert args(Plan("quick", frozenset(), on_gpu=False)) == quick
     assert args(Plan("full", frozenset(), on_gpu=True)) == ["--impls", "reuse,dynamics,fused"]
 
 

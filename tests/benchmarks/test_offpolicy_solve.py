@@ -9,7 +9,9 @@ import math
 import pytest
 from test_benchmarks import _offpolicy_record, _prov, _report
 
-from benchmarks import offpolicy, offpolicy_sb3, offpolicy_solve
+from benchmarks.baselines import offpolicy_sb3
+from benchmarks.offpolicy import measure as offpolicy
+from benchmarks.offpolicy_solve import measure as offpolicy_solve
 
 SB3_MISSING = offpolicy_sb3.sb3_missing()
 needs_sb3 = pytest.mark.skipif(SB3_MISSING is not None, reason=str(SB3_MISSING))

@@ -14,7 +14,8 @@ if str(_REPO) not in sys.path:
 
 from benchmarks.harness import registry  # noqa: E402
 from benchmarks.harness.suite import Plan  # noqa: E402
-from benchmarks.peers import brax_case, measure, report, sbx_case  # noqa: E402
+from benchmarks.peers import brax_case, measure, sbx_case  # noqa: E402
+from benchmarks.peers import section as report  # noqa: E402
 
 
 def test_absent_peer_venvs_are_skipped_with_their_setup_command(tmp_path, monkeypatch, capsys):
@@ -25,7 +26,9 @@ def test_absent_peer_venvs_are_skipped_with_their_setup_command(tmp_path, monkey
     record = json.loads(out.read_text())
     for case, peer in (("brax_ppo_speed", "brax"), ("rejax_ppo", "rejax"), ("sbx_ppo", "sbx")):
         why = record["cases"][case]["skipped"]
-        assert f"bash benchmarks/peers/setup_envs.sh {peer}" in why and "no-envs" in why
+        assert f"bash benchmarks/peers/setup_envs.sh {peer}" in why
+        # Where it looked, as the record keeps paths: by $PEER_ENVS, naming no machine path.
+        assert f"$PEER_ENVS/{peer}/bin/python not found" in why and str(tmp_path) not in why
     assert registry.record_problems(record) == []
     assert "setup_envs.sh rejax" in capsys.readouterr().out  # the printed table says why
 

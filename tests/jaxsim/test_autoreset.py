@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim.autoreset import ResetDraws, reset_slots, with_episode_params
-from jaxsim.transition import Lanes, batch_step, initial_carry
+from jaxsim.rng import ResetDraws
+from jaxsim.rollout.step import Lanes, batch_step, initial_carry, reset_slots, with_episode_params
 
 KEY = jax.random.key(3)
 
@@ -110,7 +110,7 @@ def test_compact_reset_equals_the_whole_batch_reset_on_an_adapter():
 def test_compact_reset_benchmark_checks_and_records(tmp_path):
     import json
 
-    from benchmarks import compact_reset
+    from benchmarks.micro import compact_reset
 
     out = tmp_path / "cr.json"
     args = ["--env", "CartPole-v1", "--num-envs", "32", "--steps", "40", "--repeats", "1"]

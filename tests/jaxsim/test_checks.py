@@ -121,7 +121,7 @@ def test_a_step_count_beyond_int32_is_refused(n):
 
 
 def test_a_rollout_that_cannot_fit_in_memory_is_refused_with_what_fits(monkeypatch):
-    from jaxsim import memory
+    from jaxsim.rollout import checks as memory
 
     monkeypatch.setattr(memory, "_available_bytes", lambda: 10**9)  # 1 GB free
     env = jaxsim.make("CartPole-v1")
@@ -136,9 +136,9 @@ def test_a_rollout_that_cannot_fit_in_memory_is_refused_with_what_fits(monkeypat
 def test_the_memory_check_counts_env_state_and_params_before_any_work(monkeypatch):
     import importlib
 
-    from jaxsim import memory
+    from jaxsim.rollout import checks as memory
 
-    scan_module = importlib.import_module("jaxsim.scan")
+    scan_module = importlib.import_module("jaxsim.rollout.scan")
 
     def never(*args):
         raise AssertionError("the rollout ran; it should have been refused before any work")

@@ -69,7 +69,7 @@ out['clean'] = sorted(
 
 def purge():
     for name in list(sys.modules):
-        if name.split('.')[0] == 'gymnasium' or name.startswith(('jaxsim.gymnasium', 'jaxsim.sb3')):
+        if name.split('.')[0] == 'gymnasium' or name.startswith('jaxsim.gymnasium'):
             del sys.modules[name]
 
 def error(case, stubs, statement):
@@ -361,7 +361,7 @@ def test_importing_changes_no_jax_setting_and_sync_dispatch_is_an_opt_in():
 
 
 def test_the_front_benchmark_checks_transitions_before_timing():
-    from benchmarks.gymnasium_front import check_front_transitions
+    from benchmarks.micro.gymnasium_front import check_front_transitions
 
     check = check_front_transitions(8, steps=30)
     assert check["pass"] and check["transitions_compared"] > 200

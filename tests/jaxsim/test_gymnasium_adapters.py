@@ -14,7 +14,7 @@ gym = pytest.importorskip("gymnasium")
 from gymnasium.vector import AutoresetMode  # noqa: E402
 
 import jaxsim.gymnasium as jgym  # noqa: E402 (after the importorskip)
-from jaxsim.transition import Lanes  # noqa: E402
+from jaxsim.rollout.step import Lanes  # noqa: E402
 
 BREAKOUT = "gymnax/Breakout-MinAtar"
 

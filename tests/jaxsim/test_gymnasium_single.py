@@ -14,8 +14,8 @@ gym = pytest.importorskip("gymnasium")
 from gymnasium.utils.seeding import np_random  # noqa: E402
 
 import jaxsim.gymnasium  # noqa: E402 (registers jaxsim/<id>)
-from jaxsim import gymnasium_step  # noqa: E402
-from jaxsim.gymnasium_vector import seed_words  # noqa: E402
+from jaxsim.gymnasium import step as gymnasium_step  # noqa: E402
+from jaxsim.gymnasium.vector import seed_words  # noqa: E402
 
 
 def _reference_episode(env_id, seed, actions, params_at=None, **kwargs):

@@ -10,7 +10,7 @@ from flax import struct
 import jaxsim
 from jaxsim import rng
 from jaxsim.params import field
-from jaxsim.trajectory import EpisodeSums
+from jaxsim.rollout.trajectory import EpisodeSums
 
 KEY = jax.random.key(3)
 FUSED = dict(backend="fused", fused_config=jaxsim.FusedConfig(block_envs=4, steps_per_launch=3))

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim.record_scan import record_scan
+from jaxsim.rollout.scan import record_scan
 
-scan_module = sys.modules["jaxsim.scan"]
+scan_module = sys.modules["jaxsim.rollout.scan"]
 
 
 def _body(carry, x):

@@ -119,7 +119,7 @@ def _stats_only(env):
 
 def test_a_donation_xla_cannot_use_is_an_error_not_a_silent_copy():
     """JAX only warns when a donated buffer fits no output; out= must not claim reuse then."""
-    from jaxsim.reuse import donating
+    from jaxsim.rollout.checks import donating
 
     run = donating(jax.jit(lambda x: x.sum(), donate_argnums=0))
     x = jnp.ones(1000)
@@ -130,7 +130,7 @@ def test_a_donation_xla_cannot_use_is_an_error_not_a_silent_copy():
 
 
 def test_the_output_reuse_benchmark_runs_and_checks_equality(tmp_path):
-    from benchmarks import output_reuse
+    from benchmarks.micro import output_reuse
 
     path = tmp_path / "reuse.json"
     argv = ["--num-envs", "8", "--steps", "6", "--repeats", "2", "--out", str(path)]

@@ -9,9 +9,8 @@ import pytest
 
 import jaxsim
 from jaxsim import rng
-from jaxsim.autoreset import ResetDraws
-from jaxsim.core import TimeStep
-from jaxsim.transition import env_transition, stack_obs
+from jaxsim.core import TimeStep, env_transition, stack_obs
+from jaxsim.rng import ResetDraws
 
 KEY = jax.random.key(42)
 # MinAtar's -v0 and -v1 ids differ only in their action set, which test_minatar.py covers:

@@ -10,11 +10,11 @@ import jax.numpy as jnp
 import minatar
 import numpy as np
 
-from jaxsim.autoreset import ResetDraws
 from jaxsim.envs.minatar import seaquest as sq
 from jaxsim.envs.minatar.seaquest import Seaquest
 from jaxsim.envs.minatar.space_invaders import SpaceInvaders
-from jaxsim.transition import Lanes, batch_step, initial_carry
+from jaxsim.rng import ResetDraws
+from jaxsim.rollout.step import Lanes, batch_step, initial_carry
 
 STICKY = 0.1
 

@@ -12,7 +12,7 @@ import pytest
 import jaxsim
 from jaxsim.envs.minatar import ENVS
 from jaxsim.fused import FusedConfig
-from jaxsim.memory import _state_bytes, _step_bytes
+from jaxsim.rollout.checks import _state_bytes, _step_bytes
 from jaxsim.spaces import Box
 
 KEY = jax.random.key(0)
@@ -106,7 +106,7 @@ def test_gymnasium_single_vector_and_sb3_give_the_declared_bool_space():
     venv.close()
 
     pytest.importorskip("stable_baselines3")
-    from jaxsim.sb3 import JaxsimSB3VecEnv
+    from jaxsim.gymnasium.sb3 import JaxsimSB3VecEnv
 
     sb3 = JaxsimSB3VecEnv("MinAtar/Breakout-v0", num_envs=2)
     assert sb3.observation_space == theirs

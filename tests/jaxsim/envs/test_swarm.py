@@ -318,7 +318,7 @@ def test_ppo_learns_the_smallest_swarm_above_a_random_policy():
 
 # ------------------------------------------------------------------------------- traffic model
 def test_traffic_model_counts_state_every_step_for_the_scan_and_once_per_launch_fused():
-    from benchmarks.fusion_sizes import traffic_model
+    from benchmarks.fusion_sizes.measure import traffic_model
 
     for size in (1, 1024):
         env = jaxsim.make("Swarm-v0", num_particles=size)

@@ -18,7 +18,21 @@ from benchmarks.gpu.lowering import TRITON_CALL, lower_for_cuda
 from jaxsim import OpenLoopPolicy
 from jaxsim.fused import FusedConfig, auto_backend, unsupported_reason
 from jaxsim.fused import driver as fused_driver
-from jaxsim.trajectory import STEP_OUTPUTS
+from jaxsim.rollout import spec as rollout_spec
+from jaxsim.rollout.trajectory import STEP_OUTPUTS, check_outputs
+
+
+def fused_rollout(env, policy, n, *, num_envs, key, params, state, outputs, config, **kw):
+    """The fused driver on the spec `jaxsim.rollout` would resolve, without its host-side
+    checks: traceable (the CUDA lowering tests) and able to run the kernel's jnp reference."""
+    reference = kw.pop("reference", False)
+    spec, inputs = rollout_spec.make(
+        env, n, num_envs, check_outputs(outputs), kw.pop("checks", False), key, params, state,
+        params_sampler=kw.pop("params_sampler", None),
+    )  # fmt: skip
+    assert not kw, kw
+    return fused_driver.run_fused(spec, policy, inputs, config, reference=reference)
+
 
 KEY = jax.random.key(7)
 N, NUM_ENVS = 11, 13
@@ -95,8 +109,8 @@ class TestFused:
         policy = make_policy("random", env)
         kw = dict(num_envs=NUM_ENVS, key=KEY, params=env.default_params, state=None)
         kw |= dict(outputs=STEP_OUTPUTS, config=self.config())
-        kernel = fused_driver.fused_rollout(env, policy, N, **kw)
-        reference = fused_driver.fused_rollout(env, policy, N, reference=True, **kw)
+        kernel = fused_rollout(env, policy, N, **kw)
+        reference = fused_rollout(env, policy, N, reference=True, **kw)
         assert_same_trajectory(reference, kernel)
 
     @pytest.mark.parametrize("outputs", ["rewards", "stats", ("action", "extras", "episode_stats")])
@@ -158,6 +172,21 @@ class TestFused:
             assert float(total_reward(policy, jax.random.key(seed))) == 5 * 8
         assert total_reward._cache_size() == 1
 
+    @pytest.mark.parametrize("first_layer", ["columns", "chunks"])
+    def test_an_mlp_read_by_columns_or_chunks_acts_as_the_scan(self, first_layer):
+        """mlp_first_layer "columns" (the first layers as sums of per-component products) and
+        "chunks" (dots of a few components at a time): the scan's actions, rewards and
+        observations; log-probs and values to rounding."""
+        env = jaxsim.make("Acrobot-v1", **ENVS["Acrobot-v1"])  # 6 components, padded to 8
+        policy = make_policy("mlp", env)
+        n, num_envs = 3, 8
+        scan = jaxsim.rollout(env, policy, n, num_envs=num_envs, key=KEY, backend="scan")
+        config = self.config(mlp_first_layer=first_layer)
+        fused = jaxsim.rollout(
+            env, policy, n, num_envs=num_envs, key=KEY, backend="fused", fused_config=config
+        )
+        assert_same_trajectory(scan, fused)
+
 
 @pytest.mark.gpu
 class TestFusedGPU(TestFused):
@@ -200,7 +229,7 @@ def test_kernel_with_per_env_and_per_episode_params_and_checks_lowers_for_triton
     def run(key):
         params = dr.sample(key, 256, env.default_params).replace(g=jnp.full((256,), 9.8))
         policy = make_policy("mlp", env, num_envs=256, n=20, hidden=(64, 64))
-        return fused_driver.fused_rollout(
+        return fused_rollout(
             env, policy, 20, num_envs=256, key=key, params=params, state=None, outputs="stats",
             config=cfg, params_sampler=dr, checks=True,
         )  # fmt: skip
@@ -284,6 +313,10 @@ def test_what_the_kernel_cannot_run_is_refused_with_the_reason(env, policy, matc
         (dict(steps_per_launch=2.0), r"integer in \[1, 1048576\]"),
         (dict(num_warps=3), r"one of \(1, 2, 4, 8, 16, 32\)"),
         (dict(interpret="yes"), "None or a bool"),
+        (
+            dict(mlp_first_layer="sum"),
+            r"mlp_first_layer must be 'dot', 'columns' or 'chunks', got 'sum'",
+        ),
     ],
 )
 def test_invalid_tuning_is_rejected_with_the_valid_range(kw, match):

@@ -17,7 +17,7 @@ from jax.experimental import pallas as pl
 import jaxsim
 from benchmarks.gpu.lowering import lower_for_cuda
 from jaxsim import rng
-from jaxsim.transition import env_transition
+from jaxsim.core import env_transition
 
 plgpu = pytest.importorskip(
     "jax.experimental.pallas.mosaic_gpu", reason="this jax has no Pallas Mosaic GPU"
@@ -100,8 +100,7 @@ def test_cartpole_steps_on_a_block_lower_for_mosaic_gpu():
     assert MOSAIC_CALL in lower_cartpole_block_kernel(hash_action).as_text()
 
 
-def test_the_random_policys_discrete_draw_is_what_mosaic_gpu_lacks():
-    """`rng.to_randint` floors a float; Mosaic GPU's lane lowering has no `floor` (jax 0.10).
-    When this fails, Mosaic GPU took it: update MOSAIC.md."""
-    with pytest.raises(NotImplementedError, match="floor"):
-        lower_cartpole_block_kernel(random_action)
+def test_the_random_policys_discrete_draw_lowers_for_mosaic_gpu():
+    """`rng.to_randint` converts `u * n` (never negative) to int32 without `floor`, which
+    Mosaic GPU's lane lowering lacks (jax 0.10): the random policy's actions lower."""
+    assert MOSAIC_CALL in lower_cartpole_block_kernel(random_action).as_text()

@@ -142,8 +142,10 @@ def test_host_annotations_and_dispatches_per_iteration():
 
 
 def test_nested_phases_of_a_rollout_from_the_command_line(capsys):
-    r = cli.main(
-        ["rollout", "--policy", "random", "--num-envs", "16", "--steps", "8", "--min-time", "0"]
+    from benchmarks.micro import profile_rollout
+
+    r = profile_rollout.main(
+        ["--policy", "random", "--num-envs", "16", "--steps", "8", "--min-time", "0"]
     )
     assert r.row("policy").parent == "rollout"
     assert r.row("env_step").parent == "rollout"
@@ -319,7 +321,7 @@ def test_breakdown_benchmark_end_to_end(tmp_path):
     repo = str(Path(__file__).resolve().parents[3])
     if repo not in sys.path:
         sys.path.insert(0, repo)
-    from benchmarks import breakdown
+    from benchmarks.breakdown import measure as breakdown
 
     out = tmp_path / "bd.json"
     tiny = ["--num-envs", "2", "--num-steps", "8", "--update-epochs", "1"]
