@@ -19,10 +19,10 @@ CLASSIC = ["Acrobot-v1", "CartPole-v1", "MountainCar-v0", "MountainCarContinuous
 KEY = jax.random.key(0)
 
 
-def test_registry_lists_the_five_classic_control_envs_the_swarms_and_minatar():
+def test_registry_lists_classic_control_cartpole_without_velocities_the_swarms_and_minatar():
     swarms = ["Swarm-N16-v0", "Swarm-N256-v0", "Swarm-N4-v0", "Swarm-N64-v0", "Swarm-v0"]
     minatar = [i for i in IDS if i.startswith("MinAtar/")]
-    assert IDS == sorted(CLASSIC + minatar + swarms)
+    assert IDS == sorted([*CLASSIC, "CartPole-NoVel-v1", *minatar, *swarms])
     assert {"MinAtar/Breakout-v0", "MinAtar/Breakout-v1"} <= set(minatar)
 
 
