@@ -273,17 +273,13 @@ class PPO(Agent):
     def init(self, key: jax.Array) -> RunnerState:
         k_net, k_env, k_run = jax.random.split(key, 3)
         learner = self.learner
-        params = learner.init_params(k_net)
-        env_state = self.initial_state(k_env)
-        return RunnerState(
-            params=params,
-            opt_state=learner.optimizer.init(params),
-            obs_stats=learner.obs_norm.init(),
-            reward_state=learner.reward_scaler.init(),
-            env_state=env_state,
-            key=k_run,
-            update=jnp.int32(0),
-            last_return=jnp.float32(jnp.nan),
+        return RunnerState.start(
+            learner.init_params(k_net),
+            learner.optimizer,
+            learner.obs_norm,
+            learner.reward_scaler,
+            self.initial_state(k_env),
+            k_run,
         )
 
     def policy(self, runner: RunnerState, deterministic: bool = False):

@@ -227,15 +227,8 @@ class PPORNN(Agent):
         # The runner's structure is the same before and after an update: the carry is there.
         env_state = self.initial_state(k_env)
         env_state = env_state.replace(policy_carry=self._policy(params).init_carry(c.num_envs))
-        return RunnerState(
-            params=params,
-            opt_state=self.optimizer.init(params),
-            obs_stats=self.obs_norm.init(),
-            reward_state=self.reward_scaler.init(),
-            env_state=env_state,
-            key=k_run,
-            update=jnp.int32(0),
-            last_return=jnp.float32(jnp.nan),
+        return RunnerState.start(
+            params, self.optimizer, self.obs_norm, self.reward_scaler, env_state, k_run
         )
 
     def policy(self, runner: RunnerState, deterministic: bool = False) -> RecurrentPolicy:

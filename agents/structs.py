@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import jax
+import jax.numpy as jnp
 from flax import struct
 
 import jaxsim
@@ -23,6 +24,20 @@ class RunnerState:
     key: jax.Array
     update: jax.Array  # int32: updates done
     last_return: jax.Array  # float32: mean return of the latest finished episodes (NaN: none yet)
+
+    @classmethod
+    def start(cls, params, optimizer, obs_norm, reward_scaler, env_state, key) -> RunnerState:
+        """A run before its first update: the optimiser's and normalisers' initial states."""
+        return cls(
+            params=params,
+            opt_state=optimizer.init(params),
+            obs_stats=obs_norm.init(),
+            reward_state=reward_scaler.init(),
+            env_state=env_state,
+            key=key,
+            update=jnp.int32(0),
+            last_return=jnp.float32(jnp.nan),
+        )
 
 
 @struct.dataclass

@@ -31,10 +31,8 @@ from agents.presets import config_for
 from agents.sweep import Sweep, Swept, check_sweep, sweep_configs
 from agents.train_args import (
     RUN_FILES,
-    check_flag,
     check_no_run,
     check_out,
-    check_seed_flag,
     clear_run,
     config_overrides,
     setup_cache,
@@ -60,12 +58,7 @@ def main(parser: argparse.ArgumentParser, args: argparse.Namespace, command: str
     from agents import train  # the plain run's checks (env, memory, resume), shared
 
     agent_cls = agent_type(args.algorithm)
-    check_flag(parser, "--seeds", args.seeds, ge=1)
-    check_flag(parser, "--checkpoint-every", args.checkpoint_every, ge=0)
-    if args.seed is not None:
-        check_seed_flag(parser, args.seed)
-    if args.resume and args.overwrite:
-        parser.error("--resume continues the run in --out, --overwrite replaces it: pass one")
+    train.check_run_flags(parser, args)
     for flag, given in (("--devices", args.devices), ("--profile", args.profile)):
         if given is not None:
             parser.error(f"--sweep: {flag} is not supported in a sweep; run a configuration alone")

@@ -113,16 +113,21 @@ def main(argv: list[str] | None = None) -> dict:
     return summary
 
 
-def _prepare(parser: argparse.ArgumentParser, args: argparse.Namespace, command: str) -> _Run:
-    """Checks everything that can be wrong with the input (parser.error: exit 2) before anything
-    compiles; clears the old run with --overwrite."""
-    agent_cls = agent_type(args.algorithm)
+def check_run_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The flags every training command checks first (a run or a sweep): parser.error, exit 2."""
     check_flag(parser, "--seeds", args.seeds, ge=1)
     check_flag(parser, "--checkpoint-every", args.checkpoint_every, ge=0)
     if args.seed is not None:
         check_seed_flag(parser, args.seed)
     if args.resume and args.overwrite:
         parser.error("--resume continues the run in --out, --overwrite replaces it: pass one")
+
+
+def _prepare(parser: argparse.ArgumentParser, args: argparse.Namespace, command: str) -> _Run:
+    """Checks everything that can be wrong with the input (parser.error: exit 2) before anything
+    compiles; clears the old run with --overwrite."""
+    agent_cls = agent_type(args.algorithm)
+    check_run_flags(parser, args)
     try:  # before anything compiles: a logger asked for whose library is missing
         loggers.check_installed(args.loggers)
     except ValueError as e:
