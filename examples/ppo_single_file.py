@@ -78,7 +78,7 @@ def init_mlp(key: jax.Array, sizes: tuple[int, ...], out_gain: float):
     keys = jax.random.split(key, len(sizes) - 1)
     gains = [math.sqrt(2.0)] * (len(sizes) - 2) + [out_gain]
     return tuple(
-        (jax.nn.initializers.orthogonal(g)(k, (n_in, n_out)), jnp.zeros(n_out))
+        (jaxsim.orthogonal_init(g)(k, (n_in, n_out)), jnp.zeros(n_out))
         for k, g, n_in, n_out in zip(keys, gains, sizes[:-1], sizes[1:], strict=True)
     )
 

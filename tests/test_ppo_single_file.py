@@ -101,3 +101,16 @@ def test_the_default_config_solves_cartpole_on_two_seeds():
     returns, _, _ = ppo.train_and_evaluate(ppo.Config(), num_seeds=2, seed=0)
     assert returns.shape == (2, 32)
     assert np.all(returns.mean(axis=1) >= 475.0), returns.mean(axis=1)
+
+
+def test_a_vmapped_init_reaches_no_lapack():
+    # A LAPACK QR (flax's orthogonal init) under a vmapped init can deadlock XLA:CPU's pool
+    # (docs/upstream_jaxlib_lapack_deadlock.md): the suite once hung here; jaxsim's init is
+    # matmuls only.
+    import jax
+
+    def init(key):
+        return ppo.init_actor_critic(key, 4, 2, 64)
+
+    text = jax.jit(jax.vmap(init)).lower(jax.random.split(jax.random.key(0), 2)).as_text()
+    assert "lapack" not in text.lower()
