@@ -17,9 +17,11 @@ def front_section(r: Record, base: Path, plot: Path | None = None) -> str:
         "SAME_STEP vector env the SB3 VecEnv wraps, and the SB3 VecEnv where SB3 is installed) "
         "against the original `minatar` package through Gymnasium (`gymnasium.make`, "
         "SyncVectorEnv, SB3's DummyVecEnv), uniform random actions, every output read on the "
-        "host each step; CartPole-v1's single env against Gymnasium's. Medians of alternating "
-        "repeats; the ratio is the median of paired per-repeat ratios. Targets: jaxsim / "
-        "original >= 1 (MinAtar), jaxsim's step time <= 2x Gymnasium's (CartPole).",
+        "host each step; CartPole-v1's and Pendulum-v1's single env against Gymnasium's, and "
+        "CartPole's vector env against Gymnasium's numpy CartPoleVectorEnv. Medians of "
+        "alternating repeats; the ratio is the median of paired per-repeat ratios. Targets: "
+        "jaxsim / original >= 1 (MinAtar, CartPole's vector env), jaxsim's step time <= 2x "
+        "Gymnasium's (single envs).",
         d.get("table", ""),
     ]
     failed = [t["name"] for t in d.get("targets", []) if t.get("status") != "pass"]
