@@ -227,13 +227,13 @@ def brax_speed(env: str, smoke: bool) -> dict[str, Any]:
 
 def step_rows(env: str) -> dict[str, Any]:
     """`env` stepped alone, no learning, at brax's published envs: brax's own step
-    (`peer_brax_step.py`) under the brax venv's jax and under jaxsim's, and jaxsim's rollout
+    (`peer_brax.py step`) under the brax venv's jax and under jaxsim's, and jaxsim's rollout
     through its adapter (the loop's compile options). Together they split a loop's gap to brax's
     trainer: the jax each side runs, the stepping, and the rest of each loop."""
     p = brax_case.published(env)
-    args = ["--env", env, "--num-envs", str(p["num_envs"]), "--steps", str(STEP_STEPS)]
+    args = ["step", "--env", env, "--num-envs", str(p["num_envs"]), "--steps", str(STEP_STEPS)]
     args += ["--repeats", "3", "--episode-length", str(p["episode_length"])]
-    script = "peer_brax_step.py"
+    script = "peer_brax.py"
     return {
         "brax_own_jax": run_peer("brax", script, args, 1800),
         "brax_jaxsim_jax": run_peer("brax", script, args, 1800, python=sys.executable),
