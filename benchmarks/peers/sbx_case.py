@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from benchmarks.baselines.offpolicy_sb3 import RL_ZOO
 from benchmarks.harness.commands import portable_command
 from benchmarks.harness.timing import time_process
 
@@ -75,11 +76,22 @@ def jaxsim_side(case: str, seeds: int, smoke: bool) -> dict[str, Any]:
     return runs
 
 
+def sbx_settings(algorithm: str, env_id: str) -> dict[str, Any]:
+    """rl-zoo's settings for the pair, the SB3 baselines' (`offpolicy_sb3.RL_ZOO`), as
+    peer_sbx.py takes them: PPO CartPole's learning rate and clip range, which
+    `ppo_sb3.sb3_cartpole_ppo` decays linearly to 0, written ["lin", x]."""
+    h = dict(RL_ZOO[algorithm, env_id])
+    if (algorithm, env_id) == ("ppo", "CartPole-v1"):
+        h.update(learning_rate=["lin", h["learning_rate"]], clip_range=["lin", h["clip_range"]])
+    return h
+
+
 def sbx_args(case: str, seed: int, smoke: bool) -> list[str]:
     """peer_sbx.py's arguments for one seed of `case`."""
     algorithm, env_id, target = CASES[case]
     every, episodes = SBX_CHECKS[algorithm]
     args = [algorithm, "--env", env_id, "--seed", str(seed), "--target", str(target)]
+    args += ["--settings", json.dumps(sbx_settings(algorithm, env_id))]
     args += ["--eval-every", str(min(every, SMOKE_STEPS // 2) if smoke else every)]
     args += ["--episodes", str(2 if smoke else episodes)]
     return args + (["--total-timesteps", str(SMOKE_STEPS)] if smoke else [])
