@@ -68,7 +68,7 @@ from benchmarks.rollout_throughput.jaxsim_runners import (
     check_physics_only,
     gymnasium_episode_length,
 )
-from benchmarks.rollout_throughput.targets import evaluate_targets, render
+from benchmarks.rollout_throughput.targets import evaluate_targets
 
 FULL_NUM_ENVS = (1, 16, 256, 4096, 65536)
 QUICK_NUM_ENVS = (1, 16, 256, 4096)
@@ -350,8 +350,7 @@ def main(argv=None) -> int:
         for name, c in checks.items()
         if not c["pass"] and not any(name.endswith(f"/{p}_dynamics") for p in PEER_CHECKS)
     ]
-    table = render(records, targets, cfg, bandwidth["bytes_per_s"])
-    return finish(result, out, table, failed, partial)
+    return finish(result, out, None, failed, partial)
 
 
 if __name__ == "__main__":
