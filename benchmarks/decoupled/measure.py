@@ -36,7 +36,7 @@ from typing import Any
 from benchmarks.harness.formatting import format_seconds, format_table, format_verdict
 from benchmarks.harness.record import default_out, finish
 from benchmarks.harness.solved import RULE
-from benchmarks.harness.timing import time_process
+from benchmarks.harness.timing import time_process, train_command
 
 ENV = "envpool/CartPole-v1"
 ARRANGEMENTS = {
@@ -49,10 +49,7 @@ SPEEDUP_TARGET = 4.0  # issue 25: solved >= 4x sooner per seed than SB3 on the s
 
 def jaxsim_command(seed: int, out: Path, cache: str, extra: list[str]) -> list[str]:
     """The decoupled train command of one seed, as a user types it (plus where it writes)."""
-    return [
-        sys.executable, "-m", "agents.train", "ppo", "--env", ENV, "--seed", str(seed),
-        "--no-plot", "--quiet", "--out", str(out), "--compilation-cache", cache, *extra,
-    ]  # fmt: skip
+    return train_command("ppo", ENV, out, cache, "--seed", seed, *extra)
 
 
 def jaxsim_process(seed: int, out: Path, cache: str, extra: list[str]) -> dict[str, Any]:
