@@ -11,36 +11,18 @@ included; times are from start to exit.
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.harness.timing import time_process, train_command, train_process
+from benchmarks.baselines.ppo_sb3 import sb3_process
+from benchmarks.harness.timing import train_command, train_process
 
 
 def jaxsim_process(seeds: int, cache_dir: str, out: Path) -> dict:
     """One `agents.train` process (the PPO preset: its target); `harness.timing.train_process`."""
     cmd = train_command("ppo", "CartPole-v1", out, cache_dir, "--seeds", seeds)
     return train_process(cmd, seeds, out)
-
-
-def sb3_process(seed: int, threads: int, out: Path) -> dict:
-    """One `benchmarks.baselines.ppo_sb3` process for one seed."""
-    cmd = [sys.executable, "-m", "benchmarks.baselines.ppo_sb3", "--seed", str(seed)]
-    wall = time_process([*cmd, "--threads", str(threads), "--out", str(out)])["wall_s"]
-    run = json.loads(out.read_text())
-    return {
-        "seed": seed,
-        "torch_threads": run["torch_threads"],
-        "wall_s": wall,
-        "solved": run["reached"],  # confirmed, as for jaxsim
-        "steps_to_target": run["steps_to_target"],
-        "check_wall_s": run["check_wall_s"],
-        "loadavg_1min_after": os.getloadavg()[0],
-    }
 
 
 def whole_process(seeds: int, sb3_seeds: dict[int, int], repeats: int) -> dict:
