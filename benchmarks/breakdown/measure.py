@@ -47,9 +47,8 @@ from benchmarks.breakdown.cases import (
     rollout_case,
 )
 from benchmarks.harness.arguments import split_list, unknown_names
-from benchmarks.harness.paths import RUNS_DIR
-from benchmarks.harness.provenance import machine_tag, provenance
-from benchmarks.harness.record import append_jsonl, finish
+from benchmarks.harness.provenance import provenance
+from benchmarks.harness.record import append_jsonl, default_out, finish
 from jaxsim.profiler import COMPILE, DISPATCH, IDLE, PYTHON, UNSCOPED, plot_stacked
 
 # Host and idle categories in greys, so that the device's work stands out.
@@ -197,8 +196,7 @@ def main(argv=None) -> int:
     for name in args.agent:
         builders[name] = functools.partial(agent_case, args, name)
         names.append(name)
-    tag = machine_tag() + ("_quick" if args.quick else "")
-    out = args.out or RUNS_DIR / f"breakdown_{tag}.json"
+    out = args.out or default_out("breakdown", args.quick)
     partial = out.with_name(out.stem + ".partial.jsonl")
     partial.unlink(missing_ok=True)
 

@@ -46,9 +46,8 @@ from benchmarks.fusion.traffic import (
 )
 from benchmarks.harness.arguments import int_list, name_list
 from benchmarks.harness.formatting import format_rate
-from benchmarks.harness.paths import RUNS_DIR
-from benchmarks.harness.provenance import machine_tag, provenance
-from benchmarks.harness.record import append_jsonl, finish
+from benchmarks.harness.provenance import provenance
+from benchmarks.harness.record import append_jsonl, default_out, finish
 from benchmarks.harness.timing import time_fn
 from jaxsim import FusedConfig, OpenLoopPolicy
 
@@ -300,7 +299,7 @@ def parse_args(argv=None) -> tuple[Config, Path, bool]:
         budget_s=a.budget_s,
     )
     FusedConfig(block_envs=cfg.block_envs)  # reject a bad block size before running anything
-    out = a.out or RUNS_DIR / f"fusion_{machine_tag()}{'_quick' if a.quick else ''}.json"
+    out = a.out or default_out("fusion", a.quick)
     return cfg, out, a.check_only
 
 

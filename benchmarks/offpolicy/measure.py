@@ -33,9 +33,8 @@ from benchmarks.breakdown.cases import agent_case
 from benchmarks.breakdown.measure import CATEGORIES, COLORS, measure
 from benchmarks.harness.arguments import split_list, unknown_names
 from benchmarks.harness.optional import Skipped
-from benchmarks.harness.paths import RUNS_DIR
-from benchmarks.harness.provenance import machine_tag, provenance
-from benchmarks.harness.record import finish
+from benchmarks.harness.provenance import provenance
+from benchmarks.harness.record import default_out, finish
 
 # environment -> (on-policy, off-policy) algorithms compared on it
 PAIRS = {"CartPole-v1": ("ppo", "dqn"), "Pendulum-v1": ("ppo", "sac")}
@@ -131,8 +130,7 @@ def main(argv=None) -> int:
             loops = {"measured": False, "reason": f"failed: {type(e).__name__}: {e}"}
     else:
         loops = {"measured": False, "reason": "--no-gym-loops"}
-    tag = machine_tag() + ("_quick" if args.quick else "")
-    out = args.out or RUNS_DIR / f"offpolicy_{tag}.json"
+    out = args.out or default_out("offpolicy", args.quick)
     record = {
         "benchmark": "offpolicy",
         "provenance": provenance(["optax"]),

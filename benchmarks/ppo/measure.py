@@ -38,9 +38,8 @@ from agents.presets import config_for, target_for
 from atomicfiles import finite_json
 from benchmarks.baselines.ppo_sb3 import SB3_CARTPOLE, TARGETS, sb3_baseline
 from benchmarks.harness.arguments import split_list
-from benchmarks.harness.paths import RUNS_DIR
-from benchmarks.harness.provenance import machine_tag, provenance
-from benchmarks.harness.record import append_jsonl, finish
+from benchmarks.harness.provenance import provenance
+from benchmarks.harness.record import append_jsonl, default_out, finish
 from benchmarks.harness.solved import Confirmations
 from benchmarks.harness.training import train_to_target
 from benchmarks.ppo.gpu import gpu_training_sps
@@ -198,8 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         args.total_steps, args.seeds, args.sb3_seeds = args.total_steps or 4096, 1, 1
         args.sb3_max_steps, args.warm_repeats, args.whole_process = 2048, 1, False
         args.sb3_default_thread_seeds = 1
-    tag = machine_tag() + ("_quick" if args.quick else "")
-    out = Path(args.out or RUNS_DIR / f"ppo_{tag}.json")
+    out = Path(args.out or default_out("ppo", args.quick))
     partial = out.with_suffix(".partial.jsonl")
     result: dict[str, Any] = {
         "benchmark": "ppo",

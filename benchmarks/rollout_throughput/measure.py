@@ -48,9 +48,8 @@ from benchmarks.baselines import torch_cartpole as baselines
 from benchmarks.harness.arguments import int_list, name_list
 from benchmarks.harness.formatting import format_rate
 from benchmarks.harness.optional import Skipped
-from benchmarks.harness.paths import RUNS_DIR
-from benchmarks.harness.provenance import machine_tag, provenance
-from benchmarks.harness.record import append_jsonl, finish
+from benchmarks.harness.provenance import provenance
+from benchmarks.harness.record import append_jsonl, default_out, finish
 from benchmarks.rollout_throughput.baseline_runners import (
     bench_envpool,
     bench_gymnasium_async,
@@ -262,9 +261,7 @@ def parse_args(argv=None) -> tuple[Config, Path]:
         async_max_envs=args.async_max_envs,
         torch_threads=args.torch_threads,
     )
-    out = args.out or RUNS_DIR / (
-        f"rollout_throughput_{machine_tag()}{'_quick' if args.quick else ''}.json"
-    )
+    out = args.out or default_out("rollout_throughput", args.quick)
     return cfg, out
 
 
