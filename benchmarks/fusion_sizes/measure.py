@@ -39,7 +39,7 @@ import jax
 import jaxsim
 from benchmarks.fusion import measure as fusion
 from benchmarks.fusion.traffic import H200_BANDWIDTH, env_bytes, kernel_bytes_per_step, step_bytes
-from benchmarks.fusion_sizes.section import PUBLISHED, minatar_table, plot_sizes, sizes_table
+from benchmarks.fusion_sizes.suite import PUBLISHED, minatar_table, plot_sizes, sizes_table
 from benchmarks.harness.arguments import int_list, name_list
 from benchmarks.harness.formatting import format_rate
 from benchmarks.harness.provenance import provenance

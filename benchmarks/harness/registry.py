@@ -1,8 +1,8 @@
 """The suite registry: every suite the front door runs and the report shows, in report order.
 
 A suite is one folder, benchmarks/<benchmark>/ (a namespace package: no `__init__.py`), whose
-`suite.py` declares `SUITE` (what it measures, its arguments per mode, its record's schema, its
-report section, drawn by its `section.py`) and whose `measure.py` measures (`python -m
+`suite.py` declares `SUITE` (what it measures, its arguments per mode, its record's schema) and
+draws its section of the results report, and whose `measure.py` measures (`python -m
 benchmarks.<benchmark>.measure`). Adding a suite is that folder and one line in PACKAGES.
 """
 

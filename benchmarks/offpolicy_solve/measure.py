@@ -53,7 +53,7 @@ from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import append_jsonl, default_out, finish
 from benchmarks.harness.solved import Confirmations
 from benchmarks.harness.training import train_to_target, training_compile_s
-from benchmarks.offpolicy_solve.section import UNDECIDED
+from benchmarks.offpolicy_solve.suite import UNDECIDED
 
 CASES = {"dqn": "CartPole-v1", "sac": "Pendulum-v1"}  # algorithm -> the env it must solve
 EVAL_EVERY = {"dqn": 2000, "sac": 1000}  # env steps between evaluations, both sides

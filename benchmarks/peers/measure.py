@@ -71,7 +71,7 @@ from benchmarks.harness.paths import REPO_ROOT, RUNS_DIR
 from benchmarks.harness.record import append_jsonl, finish
 from benchmarks.harness.runner import stop_process_group
 from benchmarks.peers import brax_case, rejax_case, sbx_case
-from benchmarks.peers.section import summary
+from benchmarks.peers.suite import summary
 from jaxsim.envs import size_cpu_pool
 
 SPEED_CASES = {"brax_ppo_speed": "inverted_pendulum", "brax_ppo_speed_ant": "ant"}

@@ -15,7 +15,7 @@ if str(_REPO) not in sys.path:
 from benchmarks.harness import registry  # noqa: E402
 from benchmarks.harness.suite import Plan  # noqa: E402
 from benchmarks.peers import brax_case, measure, sbx_case  # noqa: E402
-from benchmarks.peers import section as report  # noqa: E402
+from benchmarks.peers import suite as report  # noqa: E402
 
 
 def test_absent_peer_venvs_are_skipped_with_their_setup_command(tmp_path, monkeypatch, capsys):
