@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 import os
@@ -224,6 +225,20 @@ def time_interleaved(
             last=last[name],
         )
     return timings
+
+
+def chained(step_call: Callable, carry) -> Callable[[], Any]:
+    """A call of no arguments that runs `step_call(carry, key) -> (carry, out)` on a fresh key
+    and keeps the carry for the next call: a loop that continues where its last call stopped
+    (episodes straddle calls, as in training), as the timed loops run."""
+    keys = itertools.count(1)
+    holder = [carry]
+
+    def call():
+        holder[0], out = step_call(holder[0], jax.random.key(next(keys)))
+        return out
+
+    return call
 
 
 def time_process(cmd: list[str]) -> dict[str, Any]:
