@@ -92,7 +92,7 @@ TARGET = rejax_case.CARTPOLE_TARGET  # CartPole-v1's return to solve, every algo
 
 def peer_python(peer: str) -> Path:
     """The python of `peer`'s venv under $PEER_ENVS (default: .peer_envs/ in the repository)."""
-    default = Path(__file__).resolve().parents[2] / ".peer_envs"
+    default = REPO_ROOT / ".peer_envs"
     return Path(os.environ.get("PEER_ENVS", default)) / peer / "bin" / "python"
 
 
