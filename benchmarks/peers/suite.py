@@ -39,12 +39,9 @@ def rows(record: dict[str, Any]) -> list[list[str]]:
     """One row per case: jaxsim's figure, the peer's, their ratio, the target's verdict, load."""
     found = []
     for name, case in record["cases"].items():
-        if "timed_out" in case:
-            why = f"timed out: {case['timed_out'][:200]}"
-            found.append([name, "not measured", why, "–", "–", _load(case.get("load_after"))])
-            continue
-        if "skipped" in case or "failed" in case:
-            why = case.get("skipped") or f"failed: {case['failed'][:200]}"
+        if any(k in case for k in NOT_MEASURED):
+            k = next(k for k in ("timed_out", "skipped", "failed") if k in case)
+            why = case[k] if k == "skipped" else f"{k.replace('_', ' ')}: {case[k][:200]}"
             found.append([name, "not measured", why, "–", "–", _load(case.get("load_after"))])
             continue
         cmp = case["comparison"]
