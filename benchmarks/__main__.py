@@ -43,6 +43,7 @@ from benchmarks.harness.paths import (  # noqa: F401 (MANIFEST: for callers and 
     MANIFEST,
     RESULTS_DIR,
     RUNS_DIR,
+    inside,
 )
 from benchmarks.harness.registry import BASELINES, MODES, TIMEOUT_S, suite_available  # noqa: F401
 from benchmarks.harness.runner import (
@@ -81,7 +82,7 @@ def check_writable(out_dir: Path) -> Path:
     published records' folder is refused: only `report --publish` writes there, after its
     checks."""
     out_dir = Path(out_dir)
-    if _inside(out_dir, RESULTS_DIR):
+    if inside(out_dir, RESULTS_DIR):
         raise UsageError(
             f"--out {out_dir}: inside the published records' folder {RESULTS_DIR}; a run writes "
             "elsewhere (default runs/bench/<run id>/) and `python -m benchmarks report --publish "
@@ -196,16 +197,11 @@ def write_report(out_dir: Path, mode: str) -> None:
     print()
     report = write([out_dir], out_dir / "RESULTS.md", None, True, None, out_dir)
     print(f"\n{report.summary}\n\nreport: {out_dir / 'RESULTS.md'}")
-    shown = shlex.quote(os.path.relpath(out_dir)) if _inside(out_dir, Path.cwd()) else out_dir
+    shown = shlex.quote(os.path.relpath(out_dir)) if inside(out_dir, Path.cwd()) else out_dir
     if mode == "smoke":
         print("(smoke figures check the pipeline; they are not results and cannot be published)")
     else:
         print(f"to publish these figures: python -m benchmarks report --publish --results {shown}")
-
-
-def _inside(path: Path, parent: Path) -> bool:
-    path, parent = path.resolve(), parent.resolve()
-    return path == parent or parent in path.parents
 
 
 def list_things() -> int:

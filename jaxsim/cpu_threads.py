@@ -7,7 +7,7 @@ runs its independent kernels concurrently and splits its compute-heavy loops acr
 For a small program called once per Python step and read at once (a Gymnasium vector step of a
 few thousand environments), each step then waits for work handed to another thread, and on a
 machine whose other cores are busy that wait can cost more than the split saves:
-`python -m benchmarks.micro.gymnasium_front` measures the vector front with the pool as started and
+`python -m benchmarks.front.measure` measures the vector front with the pool as started and
 with one thread (`docs/upstream_xla_cpu_two_core.md` has a JAX-only reproduction). A whole
 rollout pays it too, once per step of its loop: CartPole, 4096 environments, on the 2-core
 machine with its other core busy, ran about twice as fast with one thread (and alike with the

@@ -10,7 +10,6 @@ timing, where it costs nothing.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -20,20 +19,20 @@ import numpy as np
 import jaxsim
 from benchmarks.harness.gymnax_scan import gymnax_scan
 from benchmarks.harness.optional import require
+from benchmarks.harness.timing import chained
 from jaxsim.envs.adapters import strong_types
 
 
 class Runner:
     """A chained loop: `runner()` runs one call; `history` holds every call's outputs."""
 
-    def __init__(self, name: str, num_envs: int, steps: int, call: Callable[[jax.Array], Any]):
+    def __init__(self, name: str, num_envs: int, steps: int, call: Callable[[], Any]):
         self.name, self.num_envs, self.steps = name, num_envs, steps
-        self._call = call  # key -> (reward, done, truncated), each [steps, num_envs]
-        self._keys = itertools.count(1)
+        self._call = call  # () -> (reward, done, truncated), each [steps, num_envs] (`chained`)
         self.history: list[tuple[jax.Array, ...]] = []
 
     def __call__(self):
-        out = self._call(jax.random.key(next(self._keys)))
+        out = self._call()
         self.history.append(out)  # device arrays: no copy, no wait
         return out
 
@@ -44,23 +43,21 @@ def jaxsim_runner(env, policy, num_envs: int, steps: int) -> Runner:
     its argument checks included, on the scan backend (the one adapters run on)."""
     keys = jax.random.split(jax.random.key(0), num_envs)
     state, _ = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(keys, env.default_params)
-    holder = [state]
 
-    def call(key):
+    def call(state, key):
         traj = jaxsim.rollout(
             env,
             policy,
             steps,
             num_envs=num_envs,
             key=key,
-            state=holder[0],
+            state=state,
             outputs="rewards",
             backend="scan",
         )
-        holder[0] = traj.final_state
-        return traj.reward, traj.terminated | traj.truncated, traj.truncated
+        return traj.final_state, (traj.reward, traj.terminated | traj.truncated, traj.truncated)
 
-    return Runner("jaxsim", num_envs, steps, call)
+    return Runner("jaxsim", num_envs, steps, chained(call, state))
 
 
 # ------------------------------------------------------------------------------------------ brax
@@ -78,7 +75,6 @@ def brax_runner(
     env = training.wrap(brax_env(name, backend), episode_length=episode_length)
     # brax's EpisodeWrapper reads the batch off raw uint32 keys [N, 2].
     keys = jax.random.split(jax.random.PRNGKey(0), num_envs)
-    holder = [jax.jit(env.reset)(keys)]
 
     @jax.jit
     def run(state, key):
@@ -94,11 +90,7 @@ def brax_runner(
         # the second call would compile again, for the other type.
         return strong_types(state), out
 
-    def call(key):
-        holder[0], out = run(holder[0], key)
-        return out
-
-    return Runner("brax", num_envs, steps, call)
+    return Runner("brax", num_envs, steps, chained(run, jax.jit(env.reset)(keys)))
 
 
 # ---------------------------------------------------------------------------------------- gymnax
@@ -107,13 +99,7 @@ def gymnax_runner(name: str, policy, num_envs: int, steps: int) -> Runner:
     run, carry = gymnax_scan(
         name, num_envs, steps, lambda obs, r, term, trunc: (r, term | trunc, trunc), policy
     )
-    holder = [carry]
-
-    def call(key):
-        holder[0], out = run(holder[0], key)
-        return out
-
-    return Runner("gymnax", num_envs, steps, call)
+    return Runner("gymnax", num_envs, steps, chained(run, carry))
 
 
 # ----------------------------------------------------------------------------------------- checks

@@ -52,7 +52,7 @@ import numpy as np
 import jaxsim
 from benchmarks.adapters import loops as loops
 from benchmarks.harness.arguments import int_list, name_list
-from benchmarks.harness.formatting import format_rate, format_ratio, format_table
+from benchmarks.harness.formatting import format_rate
 from benchmarks.harness.optional import Skipped
 from benchmarks.harness.policies import discrete_policy, uniform_policy
 from benchmarks.harness.provenance import provenance
@@ -247,44 +247,6 @@ def evaluate_targets(points) -> list[dict[str, Any]]:
     return targets
 
 
-def render(points, targets) -> str:
-    rows = []
-    for p in points:
-        if p["status"] != "ok":
-            rows.append([p["env_id"], p["impl"], p["num_envs"], "", p["status"], "", ""])
-            continue
-        reset = p["checks"].get("reset_step_share")
-        rows.append(
-            [
-                p["env_id"],
-                p["impl"],
-                p["num_envs"],
-                p["steps"],
-                format_rate(p["steps_per_s"]["median"]),
-                f"{p['compile_s'] or 0:.1f}",
-                "" if reset is None else f"{100 * reset:.0f}%",
-            ]
-        )
-    table = format_table(
-        ["environment", "loop", "N", "steps/call", "env-steps/s", "compile s", "steps w/ reset"],
-        rows,
-        left=2,
-    )
-    target_rows = [
-        [
-            f"{t['name']}, {t['env_id']}, N={t['num_envs']}",
-            format_ratio(t["value"]),
-            format_ratio(t["paired_median"]),
-            format_ratio(t["cpu_time_ratio"]),
-            f">= {t['min']}",
-            t["status"],
-        ]
-        for t in targets
-    ]
-    heads = ["target", "median / median", "paired", "CPU time", "required", "result"]
-    return table + "\n\n" + format_table(heads, target_rows)
-
-
 def _families(text: str) -> tuple[str, ...]:
     return () if text.strip() == "none" else name_list(FAMILIES, "family")(text)
 
@@ -361,7 +323,7 @@ def main(argv=None) -> int:
     failed = [
         f"{p['env_id']} {p['impl']} N={p['num_envs']}" for p in points if p["status"] == "failed"
     ]
-    return finish(record, out, render(points, targets), failed)
+    return finish(record, out, failures=failed)
 
 
 if __name__ == "__main__":

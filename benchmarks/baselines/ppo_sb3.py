@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from pathlib import Path
 
 from agents.loop import MIN_EPISODES
 from agents.presets import TARGETS as _PRESET_TARGETS
@@ -232,6 +233,31 @@ def sb3_baseline(seeds: int, max_steps: int, eval_every: int, episodes: int, thr
         else None,
         "mean_sps_whole_loop": statistics.mean(r["sps_whole_loop"] for r in runs),
         "runs": runs,
+    }
+
+
+def sb3_process(seed: int, threads: int, out, simulator: str = "gymnasium") -> dict:
+    """One seed as a whole process (`main`), timed from start to exit (imports in), beside its
+    own account of solving: what `benchmarks.ppo.process` and `benchmarks.decoupled` time."""
+    import json
+    import sys
+
+    from benchmarks.harness.timing import time_process
+
+    cmd = [sys.executable, "-m", "benchmarks.baselines.ppo_sb3", "--seed", str(seed)]
+    cmd += ["--simulator", simulator, "--threads", str(threads), "--out", str(out)]
+    run = time_process(cmd)
+    result = json.loads(Path(out).read_text())
+    return {
+        "seed": seed,
+        **run,
+        "torch_threads": result["torch_threads"],
+        "solved": bool(result["solved"]),  # confirmed, as for jaxsim
+        "steps_to_target": result["steps_to_target"],
+        "confirm_return": result["confirm_return"],
+        "rejected_checks": result["rejected_checks"],
+        "check_wall_s": result["check_wall_s"],
+        "train_wall_s_to_target": result["train_wall_s_to_target"],
     }
 
 

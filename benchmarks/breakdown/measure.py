@@ -47,10 +47,8 @@ from benchmarks.breakdown.cases import (
     rollout_case,
 )
 from benchmarks.harness.arguments import split_list, unknown_names
-from benchmarks.harness.formatting import format_table
-from benchmarks.harness.paths import RUNS_DIR
-from benchmarks.harness.provenance import machine_tag, provenance
-from benchmarks.harness.record import append_jsonl, finish
+from benchmarks.harness.provenance import provenance
+from benchmarks.harness.record import append_jsonl, default_out, finish
 from jaxsim.profiler import COMPILE, DISPATCH, IDLE, PYTHON, UNSCOPED, plot_stacked
 
 # Host and idle categories in greys, so that the device's work stands out.
@@ -198,8 +196,7 @@ def main(argv=None) -> int:
     for name in args.agent:
         builders[name] = functools.partial(agent_case, args, name)
         names.append(name)
-    tag = machine_tag() + ("_quick" if args.quick else "")
-    out = args.out or RUNS_DIR / f"breakdown_{tag}.json"
+    out = args.out or default_out("breakdown", args.quick)
     partial = out.with_name(out.stem + ".partial.jsonl")
     partial.unlink(missing_ok=True)
 
@@ -243,38 +240,7 @@ def main(argv=None) -> int:
             print(f"PNG skipped: matplotlib is not installed ({e})")
             png = None
     failed = [r["case"] for r in results if r["status"] == "failed"]
-    table = f"{_table(results)}\n{off_policy['reason']}"
-    return finish(result, out, table, failed, partial, png if ok else None)
-
-
-def _table(results) -> str:
-    rows, footnotes = [], []
-    for r in results:
-        if r["status"] != "ok":
-            rows.append([r["case"], r["status"], *[""] * (4 + len(CATEGORIES))])
-            footnotes.append(f"{r['case']} {r['status']}: {r.get('reason') or r.get('error')}")
-            continue
-        shares = r["category_shares"]
-        rows.append(
-            [
-                r["case"],
-                f"{1e3 * r['wall_s']:.2f}",
-                f"{r['steps_per_s'] / 1e3:.1f}k",
-                f"{r['dispatches_per_iteration']:.0f}",
-                *(f"{100 * shares[c]:.1f}%" for c in CATEGORIES),
-                f"{100 * r['device_busy_fraction']:.0f}%",
-                _pct(r["overhead_corrected_error"]),
-            ]
-        )
-    headers = ["case", "ms/iter", "steps/s", "dispatch", *CATEGORIES, "dev busy", "ovh err"]
-    footnotes.append(
-        "ovh err: the overhead-corrected traced time against held-out uninstrumented calls"
-    )
-    return "\n".join([format_table(headers, rows), *footnotes])
-
-
-def _pct(x) -> str:
-    return "" if x is None else f"{100 * x:+.1f}%"
+    return finish(result, out, None, failed, partial, png if ok else None)
 
 
 if __name__ == "__main__":

@@ -27,16 +27,16 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.baselines.ppo_sb3 import sb3_process
 from benchmarks.harness.formatting import format_seconds, format_table, format_verdict
 from benchmarks.harness.record import default_out, finish
 from benchmarks.harness.solved import RULE
-from benchmarks.harness.timing import time_process
+from benchmarks.harness.timing import time_process, train_command
 
 ENV = "envpool/CartPole-v1"
 ARRANGEMENTS = {
@@ -49,10 +49,7 @@ SPEEDUP_TARGET = 4.0  # issue 25: solved >= 4x sooner per seed than SB3 on the s
 
 def jaxsim_command(seed: int, out: Path, cache: str, extra: list[str]) -> list[str]:
     """The decoupled train command of one seed, as a user types it (plus where it writes)."""
-    return [
-        sys.executable, "-m", "agents.train", "ppo", "--env", ENV, "--seed", str(seed),
-        "--no-plot", "--quiet", "--out", str(out), "--compilation-cache", cache, *extra,
-    ]  # fmt: skip
+    return train_command("ppo", ENV, out, cache, "--seed", seed, *extra)
 
 
 def jaxsim_process(seed: int, out: Path, cache: str, extra: list[str]) -> dict[str, Any]:
@@ -87,25 +84,6 @@ def jaxsim_seeds_process(seeds: int, out: Path, cache: str, extra: list[str]) ->
         "solved_per_seed": evaluation["solved_per_seed"],
         "steps_to_target_per_seed": evaluation["steps_to_target_per_seed"],
         "check_wall_s": evaluation["evaluation_wall_s"],
-    }
-
-
-def sb3_process(seed: int, threads: int, out: Path) -> dict[str, Any]:
-    """One seed of `benchmarks.baselines.ppo_sb3` on EnvPool: wall time and its own account."""
-    cmd = [sys.executable, "-m", "benchmarks.baselines.ppo_sb3", "--seed", str(seed), "--simulator",
-           "envpool", "--threads", str(threads), "--out", str(out)]  # fmt: skip
-    run = time_process(cmd)
-    result = json.loads(out.read_text())
-    return {
-        "seed": seed,
-        **run,
-        "torch_threads": result["torch_threads"],
-        "solved": bool(result["solved"]),
-        "steps_to_target": result["steps_to_target"],
-        "confirm_return": result["confirm_return"],
-        "rejected_checks": result["rejected_checks"],
-        "check_wall_s": result["check_wall_s"],
-        "train_wall_s_to_target": result["train_wall_s_to_target"],
     }
 
 
@@ -223,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
                 runs[f"{a} warm"].append(jaxsim_process(seed, tmp / f"{a}_w{seed}", warm, flags))
             if args.sb3:
                 sb3_out = tmp / f"sb3_{seed}.json"
-                runs["sb3"].append(sb3_process(seed, args.sb3_threads, sb3_out))
+                runs["sb3"].append(sb3_process(seed, args.sb3_threads, sb3_out, "envpool"))
             took = ", ".join(f"{k} {v[-1]['wall_s']:.1f} s" for k, v in runs.items() if v)
             print(f"[decoupled] seed {seed}: {took}", flush=True)
         if seeds > 1:

@@ -45,10 +45,9 @@ from benchmarks.fusion.traffic import (
     xla_cost,
 )
 from benchmarks.harness.arguments import int_list, name_list
-from benchmarks.harness.formatting import format_rate, format_table
-from benchmarks.harness.paths import RUNS_DIR
-from benchmarks.harness.provenance import machine_tag, provenance
-from benchmarks.harness.record import append_jsonl, finish
+from benchmarks.harness.formatting import format_rate
+from benchmarks.harness.provenance import provenance
+from benchmarks.harness.record import append_jsonl, default_out, finish
 from benchmarks.harness.timing import time_fn
 from jaxsim import FusedConfig, OpenLoopPolicy
 
@@ -256,38 +255,6 @@ def evaluate_targets(records, cfg: Config) -> list[dict[str, Any]]:
     return out
 
 
-def render(records, targets) -> str:
-    rows = []
-    for r in records:
-        label = r["backend"] if r["k"] is None else f"fused K={r['k']}"
-        if r["status"] == "ok":
-            bw = r.get("pct_bandwidth_floor")
-            cells = [
-                format_rate(r["steps_per_s"]["median"]),
-                "–" if r["bytes_per_step"] is None else f"{r['bytes_per_step']:.1f}",
-                "–" if bw is None else f"{bw:.0f}%",
-                "–" if r["compile_s"] is None else f"{r['compile_s']:.1f}",
-            ]
-        else:
-            cells = [r["status"], "", "", ""]
-        rows.append([r["env_id"], r["policy"], r["outputs"], r["num_envs"], label, *cells])
-    headers = ["env", "policy", "outputs", "N", "backend", "steps/s", "B/step", "% BW", "compile s"]
-    target_rows = [
-        [
-            f"{t['name']} ({t['outputs']}) @ {t['num_envs']}",
-            "–" if t["value"] is None else f"{t['value']:.3g} (K={t.get('best_k')})",
-            f">= {t['min']:g}",
-            t["status"],
-        ]
-        for t in targets
-    ]
-    return (
-        format_table(headers, rows)
-        + "\n\n"
-        + format_table(["target", "value", "required", "result"], target_rows)
-    )
-
-
 # ------------------------------------------------------------------------------------------ CLI
 def parse_args(argv=None) -> tuple[Config, Path, bool]:
     on_gpu = jax.default_backend() == "gpu"
@@ -332,7 +299,7 @@ def parse_args(argv=None) -> tuple[Config, Path, bool]:
         budget_s=a.budget_s,
     )
     FusedConfig(block_envs=cfg.block_envs)  # reject a bad block size before running anything
-    out = a.out or RUNS_DIR / f"fusion_{machine_tag()}{'_quick' if a.quick else ''}.json"
+    out = a.out or default_out("fusion", a.quick)
     return cfg, out, a.check_only
 
 
@@ -392,7 +359,7 @@ def main(argv=None) -> int:
     }
     failed = [point_name(r) for r in records if r["status"] == "failed"]
     failed += [f"check {name}" for name, c in checks.items() if not c["pass"]]
-    return finish(result, out, render(records, targets), failed, partial)
+    return finish(result, out, None, failed, partial)
 
 
 if __name__ == "__main__":

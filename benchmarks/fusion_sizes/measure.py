@@ -39,12 +39,11 @@ import jax
 import jaxsim
 from benchmarks.fusion import measure as fusion
 from benchmarks.fusion.traffic import H200_BANDWIDTH, env_bytes, kernel_bytes_per_step, step_bytes
-from benchmarks.fusion_sizes.section import PUBLISHED, minatar_table, plot_sizes, sizes_table
+from benchmarks.fusion_sizes.suite import PUBLISHED, minatar_table, plot_sizes, sizes_table
 from benchmarks.harness.arguments import int_list, name_list
 from benchmarks.harness.formatting import format_rate
-from benchmarks.harness.paths import RUNS_DIR
-from benchmarks.harness.provenance import machine_tag, provenance
-from benchmarks.harness.record import append_jsonl, finish
+from benchmarks.harness.provenance import provenance
+from benchmarks.harness.record import append_jsonl, default_out, finish
 
 ENV_ID = "Swarm-v0"
 SIZES = (1, 4, 16, 64, 256, 1024)
@@ -189,7 +188,7 @@ def parse_args(argv=None):
     for size in a.sizes:
         jaxsim.make(ENV_ID, num_particles=size)  # a bad size is named before anything runs
     a.k = tuple(a.k)
-    a.out = a.out or RUNS_DIR / f"fusion_sizes_{machine_tag()}.json"
+    a.out = a.out or default_out("fusion_sizes")
     return a
 
 

@@ -17,3 +17,9 @@ HISTORY = "history"
 RUNS_DIR = REPO_ROOT / "runs" / "bench"
 # The front door appends one line per suite and per run here, in the record directory.
 MANIFEST = "runs.jsonl"
+
+
+def inside(path: Path, parent: Path) -> bool:
+    """Whether `path` is `parent` or below it, both resolved."""
+    path, parent = Path(path).resolve(), Path(parent).resolve()
+    return path == parent or parent in path.parents

@@ -23,7 +23,7 @@ def default_out(stem: str, quick: bool = False, tag: str | None = None) -> Path:
 def finish(
     record: dict[str, Any],
     out: Path,
-    table: str,
+    table: str | None = None,
     failures: Sequence[Any] = (),
     partial: Path | None = None,
     beside: Path | None = None,
@@ -31,10 +31,16 @@ def finish(
     """Writes `record` to `out` atomically (NaN and infinities as null, every machine path made
     portable: `commands.portable_record`), removes the `partial` results file it replaces,
     prints `table` and where the record (and the file `beside` it, a plot) went; returns the
-    exit status: 1 (after naming them) if there are `failures`, else 0."""
+    exit status: 1 (after naming them) if there are `failures`, else 0. Without a `table`, the
+    record's own section of the results report (`registry.section_of`): a suite's figures are
+    drawn one way, in a terminal and in RESULTS.md alike."""
     from atomicfiles import finite_json, write_json_atomic  # imports jax
 
     write_json_atomic(out, finite_json(portable_record(record)))
+    if table is None:
+        from benchmarks.harness.registry import section_of  # every suite's section: lazily
+
+        table = section_of(out)
     if partial is not None:
         partial.unlink(missing_ok=True)
     if table:

@@ -1,8 +1,8 @@
 """The suite registry: every suite the front door runs and the report shows, in report order.
 
 A suite is one folder, benchmarks/<benchmark>/ (a namespace package: no `__init__.py`), whose
-`suite.py` declares `SUITE` (what it measures, its arguments per mode, its record's schema, its
-report section, drawn by its `section.py`) and whose `measure.py` measures (`python -m
+`suite.py` declares `SUITE` (what it measures, its arguments per mode, its record's schema) and
+draws its section of the results report, and whose `measure.py` measures (`python -m
 benchmarks.<benchmark>.measure`). Adding a suite is that folder and one line in PACKAGES.
 """
 
@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from benchmarks.harness.suite import Plan, Suite  # noqa: F401 (Plan: for callers)
@@ -75,6 +77,17 @@ def record_problems(data: dict[str, Any]) -> list[str]:
     problem: the report divides by them."""
     suite = by_benchmark().get(data.get("benchmark"))
     return base_problems(data, suite.problems if suite else None)
+
+
+def section_of(path: Path) -> str:
+    """The results report's section of the suite record at `path` (no plot): what its measuring
+    module prints when it has written it."""
+    from benchmarks.report.records import Record
+
+    data = json.loads(Path(path).read_text())
+    return by_benchmark()[data["benchmark"]].section(
+        Record(Path(path), data), Path(path).parent, None
+    )
 
 
 def suite_available(suite: Suite) -> str | None:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import json
 import math
 import os
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -223,6 +227,20 @@ def time_interleaved(
     return timings
 
 
+def chained(step_call: Callable, carry) -> Callable[[], Any]:
+    """A call of no arguments that runs `step_call(carry, key) -> (carry, out)` on a fresh key
+    and keeps the carry for the next call: a loop that continues where its last call stopped
+    (episodes straddle calls, as in training), as the timed loops run."""
+    keys = itertools.count(1)
+    holder = [carry]
+
+    def call():
+        holder[0], out = step_call(holder[0], jax.random.key(next(keys)))
+        return out
+
+    return call
+
+
 def time_process(cmd: list[str]) -> dict[str, Any]:
     """Runs `cmd` as a whole process from the repository (this checkout's packages first), as a
     user runs a command: its wall time, start to exit, and the 1-minute load average before and
@@ -235,3 +253,32 @@ def time_process(cmd: list[str]) -> dict[str, Any]:
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
     return {"wall_s": wall, "load_1min_before": load_before, "load_1min_after": os.getloadavg()[0]}
+
+
+def train_command(algorithm: str, env_id: str, out: Path, cache: str, *flags: Any) -> list[str]:
+    """The train command as a user types it, `python -m agents.train ALGORITHM --env ENV_ID
+    FLAGS...` (the preset, its target unless the flags say otherwise), quiet, no plot, writing
+    into `out`, its compilation cache in `cache`."""
+    return [sys.executable, "-m", "agents.train", algorithm, "--env", env_id, *map(str, flags),
+            "--no-plot", "--quiet", "--out", str(out), "--compilation-cache", cache]  # fmt: skip
+
+
+def train_process(cmd: list[str], seeds: int, out: Path) -> dict[str, Any]:
+    """One train process (`train_command`): its wall time (start to exit), per seed, and its
+    eval.json's verdict (solved by `agents.loop.confirmed`: the stop check and the evaluation)."""
+    from benchmarks.harness.commands import portable_command
+
+    run = time_process(cmd)
+    evaluation = json.loads((Path(out) / "eval.json").read_text())
+    solved = evaluation["solved_per_seed"]
+    return {
+        "command": portable_command(cmd),
+        "wall_s": run["wall_s"],
+        "per_seed_wall_s": run["wall_s"] / seeds,
+        "solved_per_seed": solved,
+        "solved_all": all(solved),
+        "steps_to_target_per_seed": evaluation["steps_to_target_per_seed"],
+        "final_per_seed_mean_return": evaluation["per_seed_mean_return"],
+        "load_before": run["load_1min_before"],
+        "load_after": run["load_1min_after"],
+    }

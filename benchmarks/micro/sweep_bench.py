@@ -32,15 +32,13 @@ import argparse
 import json
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.harness.paths import REPO_ROOT
+from benchmarks.harness.timing import time_process, train_command
 
 LEARNING_RATES = (5e-4, 2e-3, 5e-3)
 ENT_COEFS = (0.0, 0.01)
@@ -48,34 +46,8 @@ ENV = "CartPole-v1"
 
 
 def _train_command(out: str, cache: str, total_steps: int, extra: list[str]) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "agents.train",
-        "ppo",
-        "--env",
-        ENV,
-        "--total-steps",
-        str(total_steps),
-        "--target-return",
-        "none",
-        "--out",
-        out,
-        "--compilation-cache",
-        cache,
-        "--no-plot",
-        "--quiet",
-        *extra,
-    ]
-
-
-def _run(cmd: list[str]) -> float:
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return wall
+    flags = ["--total-steps", total_steps, "--target-return", "none", *extra]
+    return train_command("ppo", ENV, out, cache, *flags)
 
 
 def _configs() -> list[dict[str, float]]:
@@ -95,7 +67,7 @@ def measure_processes(work: Path, total_steps: int, seeds: int, separate_configs
     sweep_out = work / "sweep"
     cmd = _train_command(str(sweep_out), str(work / "cache_sweep"), total_steps, sweep_flags)
     print("sweep process:", " ".join(cmd[1:]), flush=True)
-    sweep_wall = _run(cmd)
+    sweep_wall = time_process(cmd)["wall_s"]
     print(f"  {sweep_wall:.1f} s", flush=True)
     with open(sweep_out / "sweep.json") as f:
         sweep_meta = json.load(f)
@@ -117,7 +89,7 @@ def measure_processes(work: Path, total_steps: int, seeds: int, separate_configs
                 str(seed),
             ]
             cmd = _train_command(str(out), str(work / "cache_separate"), total_steps, flags)
-            wall = _run(cmd)
+            wall = time_process(cmd)["wall_s"]
             with open(out / "eval.json") as f:
                 final = json.load(f)["mean_return"]
             separate.append({"config": c, **values, "seed": seed, "wall_s": wall, "eval": final})

@@ -10,7 +10,6 @@ call's outputs are kept (a call's observations are up to a gigabyte at 4096 envi
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +20,7 @@ import jaxsim
 from benchmarks.harness.gymnax_scan import gymnax_scan
 from benchmarks.harness.optional import require
 from benchmarks.harness.policies import discrete_policy
+from benchmarks.harness.timing import chained
 from jaxsim.envs.adapters import strong_types
 
 # Game -> (jaxsim's native id, gymnax's id, the original's Gymnasium id, channels).
@@ -37,19 +37,6 @@ GAMES = {
     "Seaquest": ("MinAtar/Seaquest-v0", "Seaquest-MinAtar", "MinAtar/Seaquest-v0", 10),
 }
 KEPT = ("obs", "reward", "terminated", "truncated")
-
-
-def _chained(step_call: Callable, carry) -> Callable[[], Any]:
-    """A call of no arguments that runs `step_call(carry, key) -> (carry, out)` on a fresh key
-    and keeps the carry for the next call."""
-    keys = itertools.count(1)
-    holder = [carry]
-
-    def call():
-        holder[0], out = step_call(holder[0], jax.random.key(next(keys)))
-        return out
-
-    return call
 
 
 def jaxsim_loop(
@@ -85,7 +72,7 @@ def jaxsim_loop(
         return traj.final_state, (traj.obs, traj.reward, traj.terminated | traj.truncated)
 
     if not reuse:
-        return _chained(step_call, state)
+        return chained(step_call, state)
     if backend != "scan":
         raise ValueError(f"jaxsim_loop: reuse (out=) runs on the scan backend, got {backend!r}")
 
@@ -100,7 +87,7 @@ def jaxsim_loop(
         env, policy, steps, num_envs=num_envs, key=jax.random.key(0), state=state,
         outputs=outputs, backend=backend,
     )  # fmt: skip
-    return _chained(reuse_call, first)
+    return chained(reuse_call, first)
 
 
 def gymnax_loop(name: str, num_envs: int, steps: int, keep_obs=True) -> Callable[[], Any]:
@@ -111,7 +98,7 @@ def gymnax_loop(name: str, num_envs: int, steps: int, keep_obs=True) -> Callable
         return (obs if keep_obs else None, reward, terminated | truncated)
 
     run, carry = gymnax_scan(name, num_envs, steps, kept)
-    return _chained(run, carry)
+    return chained(run, carry)
 
 
 def original_loop(gym_id: str, num_envs: int, steps: int) -> Callable[[], Any]:

@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness.arguments import name_list
-from benchmarks.harness.formatting import format_rate, format_ratio, format_table
+from benchmarks.harness.formatting import format_rate
 from benchmarks.harness.optional import Skipped
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import default_out, finish
@@ -221,40 +221,6 @@ def ratios(points) -> list[dict[str, Any]]:
     return targets
 
 
-def render(points, targets) -> str:
-    rows = []
-    for p in points:
-        if p["status"] != "ok":
-            rows.append([p["game"], p["impl"], p["num_envs"], "", p["status"], "", ""])
-            continue
-        c = p["checks"]
-        rows.append(
-            [
-                p["game"],
-                p["impl"],
-                p["num_envs"],
-                p["steps"],
-                format_rate(p["steps_per_s"]["median"]),
-                f"{p['compile_s'] or 0:.1f}",
-                f"{c['reward_per_step']:.3f}",
-            ]
-        )
-    heads = ["game", "loop", "N", "steps/call", "env-steps/s", "compile s", "reward/step"]
-    table = format_table(heads, rows, left=2)
-    target_rows = [
-        [
-            f"{t['name']}, {t['game']}",
-            format_ratio(t["value"]),
-            format_ratio(t["paired_median"]),
-            "-" if t["min"] is None else f">= {t['min']}",
-            t["status"],
-        ]
-        for t in targets
-    ]
-    heads = ["ratio", "median / median", "paired", "required", "result"]
-    return table + "\n\n" + format_table(heads, target_rows)
-
-
 def _impls(text: str) -> tuple[str, ...]:
     return () if text.strip() == "none" else name_list(IMPLS, "loop")(text)
 
@@ -331,7 +297,7 @@ def main(argv=None) -> int:
     }
     out = args.out or default_out("minatar", args.quick)
     failed = [f"{p['game']} {p['impl']}" for p in points if p["status"] == "failed"]
-    return finish(record, out, render(points, targets), failed)
+    return finish(record, out, failures=failed)
 
 
 if __name__ == "__main__":

@@ -2,11 +2,78 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from benchmarks.harness.formatting import format_rate, format_ratio, format_table
 from benchmarks.harness.suite import Plan, Suite
-from benchmarks.minatar.section import minatar_section
 from benchmarks.report import schema as s
+from benchmarks.report.markdown import provenance_block
+from benchmarks.report.records import Record
+
+_LOOPS = ("jaxsim", "reuse", "dynamics", "gymnax", "adapter", "original", "fused")
+# Each loop's ratio in the record: jaxsim's native game over it; the kernel, out= reuse and the
+# game without observations over the scan with fresh buffers.
+_RATIO = {"gymnax": "jaxsim / gymnax", "adapter": "jaxsim / adapter",
+          "original": "jaxsim / original", "fused": "fused / scan",
+          "reuse": "out= / scan", "dynamics": "no obs / scan"}  # fmt: skip
+# With a reuse row: its own ratios to gymnax and the original (the same targets); with a
+# dynamics row, its ratio to the original (the ceiling of the observation-keeping rows).
+_REUSE_RATIOS = ("jaxsim out= / gymnax", "jaxsim out= / original")
+_DYNAMICS_RATIOS = ("no obs / original",)
+
+
+def minatar_section(r: Record, base: Path, plot: Path | None = None) -> str:
+    d = r.data
+    parts = [
+        f"### MinAtar, random policy, observations kept: {r.device}",
+        provenance_block(r, base),
+    ]
+    parts.append(
+        'env-steps/s of jaxsim\'s native game (`jaxsim.make("MinAtar/<Game>-v0")`, scan '
+        "backend), gymnax's same game in its own jit(scan(vmap(step))), jaxsim's gymnax adapter "
+        '(`jaxsim.make("gymnax/<Game>-MinAtar")`), timed in alternation, and the original '
+        "`minatar` package in Gymnasium's SyncVectorEnv. Every loop keeps every step's "
+        "observation. Targets: jaxsim / gymnax >= 3, jaxsim / original >= 100. On a GPU, "
+        "*fused*: the native game on the fused backend, timed in turn with the scan. *reuse* "
+        "(records since the grid became bool): the native game with `rollout(..., out=previous)`"
+        ", writing into the previous call's buffers. *dynamics* (records since 2026-12-02): the "
+        "same call keeping rewards and flags only, no observation: the game's step alone, a "
+        "bound on what the rows that keep observations can reach (*no obs / original* is that "
+        "bound's ratio, information, not a result)."
+    )
+    points = d.get("results", [])
+    by = {(p["game"], p["impl"]): p for p in points}
+    ratio = {(t["game"], t["name"]): t for t in d.get("targets", [])}
+    games = list(dict.fromkeys(p["game"] for p in points))
+    loops = [impl for impl in _LOOPS if any(p["impl"] == impl for p in points)]
+    names = [_RATIO[impl] for impl in loops[1:]]
+    names += list(_REUSE_RATIOS) if "reuse" in loops else []
+    names += list(_DYNAMICS_RATIOS) if "dynamics" in loops else []
+    rows = []
+    for game in games:
+        cells = []
+        for impl in loops:
+            p = by.get((game, impl))
+            ok = p is not None and p["status"] == "ok"
+            cells.append(
+                format_rate(p["steps_per_s"]["median"]) if ok else (p or {}).get("status", "–")
+            )
+        for name in names:
+            t = ratio.get((game, name))
+            cells.append(f"{format_ratio(t['value'])} ({t['status']})" if t else "–")
+        n = by.get((game, "jaxsim"), {}).get("num_envs", "")
+        rows.append([game, n, *cells])
+    headers = ["game", "N", *loops, *names]
+    parts.append(format_table(headers, rows))
+    notes = [
+        f"- {p['game']} {p['impl']}: {p['status']}: {p.get('reason')}"
+        for p in points
+        if p["status"] != "ok"
+    ]
+    if notes:
+        parts.append("\n".join(notes))
+    return "\n\n".join(parts)
 
 
 def args(p: Plan) -> list[str]:

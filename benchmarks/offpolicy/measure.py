@@ -32,11 +32,9 @@ from benchmarks.baselines.offpolicy_sb3 import gymnasium_loops
 from benchmarks.breakdown.cases import agent_case
 from benchmarks.breakdown.measure import CATEGORIES, COLORS, measure
 from benchmarks.harness.arguments import split_list, unknown_names
-from benchmarks.harness.formatting import format_table
 from benchmarks.harness.optional import Skipped
-from benchmarks.harness.paths import RUNS_DIR
-from benchmarks.harness.provenance import machine_tag, provenance
-from benchmarks.harness.record import finish
+from benchmarks.harness.provenance import provenance
+from benchmarks.harness.record import default_out, finish
 
 # environment -> (on-policy, off-policy) algorithms compared on it
 PAIRS = {"CartPole-v1": ("ppo", "dqn"), "Pendulum-v1": ("ppo", "sac")}
@@ -132,8 +130,7 @@ def main(argv=None) -> int:
             loops = {"measured": False, "reason": f"failed: {type(e).__name__}: {e}"}
     else:
         loops = {"measured": False, "reason": "--no-gym-loops"}
-    tag = machine_tag() + ("_quick" if args.quick else "")
-    out = args.out or RUNS_DIR / f"offpolicy_{tag}.json"
+    out = args.out or default_out("offpolicy", args.quick)
     record = {
         "benchmark": "offpolicy",
         "provenance": provenance(["optax"]),
@@ -145,7 +142,7 @@ def main(argv=None) -> int:
     }
     png = _plot(results, out.with_suffix(".png"))
     failed = [r["case"] for r in results if r["status"] == "failed"]
-    return finish(record, out, _table(results, comparison, loops), failed, beside=png)
+    return finish(record, out, None, failed, beside=png)
 
 
 def _plot(results, png: Path) -> Path | None:
@@ -176,42 +173,6 @@ def _gym_steps(text: str) -> dict[str, int]:
             )
         steps[name] = int(value)
     return steps
-
-
-def _table(results, comparison, loops) -> str:
-    rows = []
-    for r in results:
-        if r["status"] != "ok":
-            rows.append([r["case"], r["status"], "", "", r.get("reason") or r.get("error")])
-            continue
-        s = r["category_shares"]
-        rows.append(
-            [
-                r["case"],
-                f"{1e3 * r['wall_s']:.1f}",
-                f"{100 * s['simulation']:.1f}%",
-                f"{100 * s['policy inference']:.1f}%",
-                r["notes"],
-            ]
-        )
-    lines = [format_table(["case", "ms/update", "simulation", "policy", "what"], rows)]
-    for c in comparison:
-        ratio = "n/a" if c["ratio"] is None else f"{c['ratio']:.1f}x"
-        lines.append(
-            f"{c['env']}: {c['on_policy']} is {ratio} more simulation-bound than "
-            f"{c['off_policy']} ({100 * c['on_policy_simulation_share']:.1f}% vs "
-            f"{100 * c['off_policy_simulation_share']:.1f}%); published {PUBLISHED}"
-        )
-    if not loops["measured"]:
-        lines.append(f"Gymnasium loops: not measured ({loops['reason']})")
-    for c in loops.get("comparison", []):
-        ratio = "n/a" if c["ratio"] is None else f"{c['ratio']:.1f}x"
-        lines.append(
-            f"{c['env']}, SB3 on Gymnasium: {c['on_policy']} is {ratio} more simulation-bound "
-            f"than {c['off_policy']} ({100 * c['on_policy_simulation_share']:.2f}% vs "
-            f"{100 * c['off_policy_simulation_share']:.2f}% of learn() in the VecEnv)"
-        )
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

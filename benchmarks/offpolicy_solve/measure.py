@@ -49,12 +49,11 @@ from benchmarks.baselines.offpolicy_sb3 import (
 from benchmarks.baselines.ppo_sb3 import TARGETS
 from benchmarks.harness.arguments import split_list, unknown_names
 from benchmarks.harness.formatting import format_seconds, format_table, format_verdict
-from benchmarks.harness.paths import RUNS_DIR
-from benchmarks.harness.provenance import machine_tag, provenance
-from benchmarks.harness.record import append_jsonl, finish
+from benchmarks.harness.provenance import provenance
+from benchmarks.harness.record import append_jsonl, default_out, finish
 from benchmarks.harness.solved import Confirmations
 from benchmarks.harness.training import train_to_target, training_compile_s
-from benchmarks.offpolicy_solve.section import UNDECIDED
+from benchmarks.offpolicy_solve.suite import UNDECIDED
 
 CASES = {"dqn": "CartPole-v1", "sac": "Pendulum-v1"}  # algorithm -> the env it must solve
 EVAL_EVERY = {"dqn": 2000, "sac": 1000}  # env steps between evaluations, both sides
@@ -291,8 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"benchmarks.offpolicy_solve: {problem}")
     missing = sb3_missing() if args.sb3 else "--no-sb3"
     threads = set_torch_threads(args.sb3_torch_threads) if missing is None else None
-    tag = machine_tag() + ("_quick" if args.quick else "")
-    out = args.out or RUNS_DIR / f"offpolicy_solve_{tag}.json"
+    out = args.out or default_out("offpolicy_solve", args.quick)
     partial = out.with_suffix(".partial.jsonl")
     record: dict[str, Any] = {
         "benchmark": "offpolicy_solve",

@@ -28,41 +28,15 @@ from agents.ppo import PPO, PPOConfig
 from agents.presets import PRESETS, config_for
 from benchmarks.harness.timing import CompileWatcher
 from benchmarks.harness.training import train_to_target, training_compile_s
+from benchmarks.peers.brax_settings import PUBLISHED
 
 TARGETS = {"inverted_pendulum": 1000.0}  # evaluation return the time-to-score runs stop at
-# brax's published PPO settings (as in peer_brax.PUBLISHED), the ones that shape the loop.
-BRAX_PUBLISHED = {
-    "inverted_pendulum": dict(
-        num_envs=2048,
-        batch_size=1024,
-        num_minibatches=32,
-        unroll_length=5,
-        num_updates_per_batch=4,
-        discounting=0.97,
-        learning_rate=3e-4,
-        entropy_cost=1e-2,
-        num_timesteps=2_000_000,
-        episode_length=1000,
-    ),
-    "ant": dict(
-        num_envs=4096,
-        batch_size=2048,
-        num_minibatches=32,
-        unroll_length=5,
-        num_updates_per_batch=4,
-        discounting=0.97,
-        learning_rate=3e-4,
-        entropy_cost=1e-2,
-        num_timesteps=50_000_000,
-        episode_length=1000,
-    ),
-}
 
 
 def published(env: str, shrink: int = 1) -> dict[str, Any]:
     """brax's published settings for `env`, its envs and batch divided by `shrink` (smoke runs
     only: the same unroll and minibatches, so the same steps per env per update)."""
-    p = dict(BRAX_PUBLISHED[env])
+    p = dict(PUBLISHED[env])
     p["num_envs"] //= shrink
     p["batch_size"] //= shrink
     return p
@@ -253,7 +227,7 @@ def split_gap(loop: dict[str, Any], trainer: dict[str, Any], stepping: dict[str,
     }
 
 
-# brax's SAC side (peer_brax.py `sac-solve`): its settings' name in peer_brax.SAC_SETTINGS (brax
+# brax's SAC side (peer_brax.py `sac-solve`): its settings' name in brax_settings.SAC_SETTINGS (brax
 # publishes none for inverted_pendulum) and, in smoke runs, a budget of two training steps. Its
 # SAC test's settings ("test": 64 envs, batch 64, 64 updates per step, lr 3e-4, discount 0.99)
 # are brax's best of the two it has: seed 0 was confirmed at 20,480 steps after 140 s of

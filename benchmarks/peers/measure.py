@@ -71,7 +71,7 @@ from benchmarks.harness.paths import REPO_ROOT, RUNS_DIR
 from benchmarks.harness.record import append_jsonl, finish
 from benchmarks.harness.runner import stop_process_group
 from benchmarks.peers import brax_case, rejax_case, sbx_case
-from benchmarks.peers.section import summary
+from benchmarks.peers.suite import summary
 from jaxsim.envs import size_cpu_pool
 
 SPEED_CASES = {"brax_ppo_speed": "inverted_pendulum", "brax_ppo_speed_ant": "ant"}
@@ -92,7 +92,7 @@ TARGET = rejax_case.CARTPOLE_TARGET  # CartPole-v1's return to solve, every algo
 
 def peer_python(peer: str) -> Path:
     """The python of `peer`'s venv under $PEER_ENVS (default: .peer_envs/ in the repository)."""
-    default = Path(__file__).resolve().parents[2] / ".peer_envs"
+    default = REPO_ROOT / ".peer_envs"
     return Path(os.environ.get("PEER_ENVS", default)) / peer / "bin" / "python"
 
 
@@ -227,13 +227,13 @@ def brax_speed(env: str, smoke: bool) -> dict[str, Any]:
 
 def step_rows(env: str) -> dict[str, Any]:
     """`env` stepped alone, no learning, at brax's published envs: brax's own step
-    (`peer_brax_step.py`) under the brax venv's jax and under jaxsim's, and jaxsim's rollout
+    (`peer_brax.py step`) under the brax venv's jax and under jaxsim's, and jaxsim's rollout
     through its adapter (the loop's compile options). Together they split a loop's gap to brax's
     trainer: the jax each side runs, the stepping, and the rest of each loop."""
     p = brax_case.published(env)
-    args = ["--env", env, "--num-envs", str(p["num_envs"]), "--steps", str(STEP_STEPS)]
+    args = ["step", "--env", env, "--num-envs", str(p["num_envs"]), "--steps", str(STEP_STEPS)]
     args += ["--repeats", "3", "--episode-length", str(p["episode_length"])]
-    script = "peer_brax_step.py"
+    script = "peer_brax.py"
     return {
         "brax_own_jax": run_peer("brax", script, args, 1800),
         "brax_jaxsim_jax": run_peer("brax", script, args, 1800, python=sys.executable),

@@ -1,13 +1,17 @@
-"""brax's own PPO and SAC trainers, run in the brax peer venv; prints one JSON result last.
+"""brax's own PPO and SAC trainers, and its environment stepped alone; prints one JSON result last.
 
-Runs under the peer venv's python (`benchmarks/peers/setup_envs.sh brax`), never jaxsim's: it
-imports only brax, jax and numpy, so it must not import anything from this repository.
+Runs under the peer venv's python (`benchmarks/peers/setup_envs.sh brax`): it imports only brax,
+jax and numpy, so it must not import anything from this repository. `step` also runs under
+jaxsim's own venv (jax >= 0.10, where brax's trainers fail but its environments run): the two
+runs show what the jax version alone does to brax's step (`measure.step_rows`).
   speed: brax's `training/sps` (env steps / training-epoch wall time, brax's own figure) per
          epoch; the first epoch holds the compile, the later ones are the steady rate.
   solve: train until brax's deterministic evaluation reaches the target, then confirm it with an
          independent deterministic evaluation (>= 32 episodes, keys apart from brax's); a
          confirmed seed stops the run (as jaxsim's loop does), an unconfirmed one trains on.
   sac-solve: the same with brax's SAC trainer (`SAC_SETTINGS`).
+  step:  brax's environment alone, as its trainers step it, no learning: the floor under a
+         trainer's rate (`step_speed`).
 """
 
 from __future__ import annotations
@@ -29,81 +33,10 @@ from brax.training import acting  # noqa: E402
 from brax.training.agents.ppo import networks as ppo_networks  # noqa: E402
 from brax.training.agents.ppo import train as ppo  # noqa: E402
 from brax.training.agents.sac import train as sac  # noqa: E402
+from brax_settings import PUBLISHED, SAC_SETTINGS  # noqa: E402 (its sibling: data only)
 
 IMPORT_S = time.perf_counter() - T0
 
-# brax's published PPO settings per environment (its training notebook), num_timesteps aside.
-PUBLISHED = {
-    "inverted_pendulum": dict(
-        num_timesteps=2_000_000,
-        num_evals=20,
-        reward_scaling=10,
-        episode_length=1000,
-        normalize_observations=True,
-        action_repeat=1,
-        unroll_length=5,
-        num_minibatches=32,
-        num_updates_per_batch=4,
-        discounting=0.97,
-        learning_rate=3e-4,
-        entropy_cost=1e-2,
-        num_envs=2048,
-        batch_size=1024,
-    ),
-    "ant": dict(
-        num_timesteps=50_000_000,
-        num_evals=10,
-        reward_scaling=10,
-        episode_length=1000,
-        normalize_observations=True,
-        action_repeat=1,
-        unroll_length=5,
-        num_minibatches=32,
-        num_updates_per_batch=4,
-        discounting=0.97,
-        learning_rate=3e-4,
-        entropy_cost=1e-2,
-        num_envs=4096,
-        batch_size=2048,
-    ),
-}
-# brax publishes no SAC settings for inverted_pendulum. Its training notebook's SAC settings
-# (hopper's; walker2d's differ only in reward_scaling 5, batch 128, 32 updates per step) are
-# "notebook"; its SAC test's (brax/training/agents/sac/train_test.py, on the `fast` env; brax's
-# default 256-256 networks both) are "test", the sooner to solve here (brax_case: by how much).
-# num_timesteps and num_evals are this benchmark's: a budget and a stop check every 4,096 env
-# steps (the notebook's 6.5M steps and 20 evaluations would check every 327,680).
-SAC_SETTINGS = {
-    "notebook": dict(
-        num_timesteps=131_072,
-        num_evals=31,
-        reward_scaling=30,
-        episode_length=1000,
-        normalize_observations=True,
-        action_repeat=1,
-        discounting=0.997,
-        learning_rate=6e-4,
-        num_envs=128,
-        batch_size=512,
-        grad_updates_per_step=64,
-        max_devices_per_host=1,
-        max_replay_size=1_048_576,
-        min_replay_size=8192,
-    ),
-    "test": dict(
-        num_timesteps=131_072,
-        num_evals=33,
-        reward_scaling=10,
-        episode_length=1000,
-        normalize_observations=True,
-        action_repeat=1,
-        discounting=0.99,
-        learning_rate=3e-4,
-        num_envs=64,
-        batch_size=64,
-        grad_updates_per_step=64,
-    ),
-}
 COMPILING_EPOCHS = 2  # see `speed`
 MIN_EPISODES = 32  # as agents.loop.MIN_EPISODES: episodes of the confirming evaluation, at least
 
@@ -310,13 +243,55 @@ def sac_solve(
     return {**result, "curve": curve, "settings": settings, "hyperparameters": _printable(hp)}
 
 
+def step_speed(env_name: str, num_envs: int, steps: int, repeats: int, episode_length: int):
+    """Env-steps/s of brax's environment alone: `envs.training.wrap` (its trainers' episode
+    limit and auto-reset), uniform random actions, `steps` steps of `num_envs` envs per jitted
+    call (a `lax.scan` keeping rewards and dones, as `measure.step_rows`' jaxsim rollout keeps
+    rewards), each call continuing the last; after two warm-up calls, the median of `repeats`.
+    XLA's default compile options."""
+    env = envs.training.wrap(envs.get_environment(env_name), episode_length=episode_length)
+
+    @jax.jit
+    def call(state, key):
+        def body(state, key):
+            action = jax.random.uniform(key, (num_envs, env.action_size), minval=-1, maxval=1)
+            state = env.step(state, action)
+            return state, (state.reward, state.done)
+
+        state, (reward, done) = jax.lax.scan(body, state, jax.random.split(key, steps))
+        return state, reward.sum(), done.sum()
+
+    state = jax.jit(env.reset)(jax.random.split(jax.random.PRNGKey(0), num_envs))
+    # Two calls before timing: reset's state and a step's differ in type (weak types), so the
+    # second call compiles again (~20 s for ant); the timed calls then take a call's own output.
+    warmup = []
+    for i in range(2):
+        t = time.perf_counter()
+        state, reward, _ = jax.block_until_ready(call(state, jax.random.PRNGKey(100 + i)))
+        warmup.append(time.perf_counter() - t)
+        if not np.isfinite(float(reward)):
+            raise RuntimeError(f"{env_name}: non-finite rewards from brax's step")
+    walls = []
+    for i in range(repeats):
+        t = time.perf_counter()
+        state, _, _ = jax.block_until_ready(call(state, jax.random.PRNGKey(2 + i)))
+        walls.append(time.perf_counter() - t)
+    return {
+        "num_envs": num_envs,
+        "steps_per_call": steps,
+        "call_wall_s": walls,
+        "sps": num_envs * steps / float(np.median(walls)),
+        "warmup_call_s": warmup,
+    }
+
+
 def _printable(hp: dict) -> dict:
     return {k: (v if isinstance(v, (int, float, str, bool)) else repr(v)) for k, v in hp.items()}
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("mode", choices=("speed", "solve", "sac-solve"))
+    p.add_argument("mode", choices=("speed", "solve", "sac-solve", "step"))
     p.add_argument("--env", default="inverted_pendulum", choices=sorted(PUBLISHED))
     p.add_argument("--network", default="jaxsim", choices=("jaxsim", "brax"))
     p.add_argument("--epochs", type=int, default=5, help="speed: epochs (2 compile)")
@@ -327,10 +302,17 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--num-timesteps", type=int, default=None, help="solve: budget (published)")
     p.add_argument("--num-evals", type=int, default=None, help="solve: evaluations (published)")
+    p.add_argument("--num-envs", type=int, default=None, help="step: envs (published)")
+    p.add_argument("--steps", type=int, default=16, help="step: steps per call")
+    p.add_argument("--repeats", type=int, default=3, help="step: timed calls")
+    p.add_argument("--episode-length", type=int, default=1000, help="step: the trainers' limit")
     a = p.parse_args()
     load_before = _load()
     if a.mode == "speed":
         out = speed(a.env, a.network, a.epochs, a.steps_per_epoch, a.shrink)
+    elif a.mode == "step":
+        num_envs = a.num_envs or PUBLISHED[a.env]["num_envs"]
+        out = step_speed(a.env, num_envs, a.steps, a.repeats, a.episode_length)
     elif a.mode == "solve":
         out = solve(a.env, a.network, a.target, a.seed, a.num_timesteps, a.num_evals)
     else:
@@ -340,7 +322,8 @@ def main() -> None:
     out.update(
         mode=a.mode,
         env=a.env,
-        network="brax" if a.mode == "sac-solve" else a.network,  # SAC: brax's own networks
+        # SAC: brax's own networks; stepping alone: none
+        network={"sac-solve": "brax", "step": None}.get(a.mode, a.network),
         seed=a.seed,
         load_before=load_before,
         load_after=_load(),
@@ -351,8 +334,9 @@ def main() -> None:
             "brax": brax.__version__,
             "python": sys.version.split()[0],
         },
-        hyperparameters=out.get("hyperparameters") or _printable(hyperparameters(a.env, a.network)),
     )
+    if a.mode != "step":  # brax's trainers' settings; stepping alone has none
+        out.setdefault("hyperparameters", _printable(hyperparameters(a.env, a.network)))
     print(json.dumps(out))
 
 

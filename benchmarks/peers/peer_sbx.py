@@ -3,8 +3,10 @@ seed, run in the sbx peer venv as a whole process; prints one JSON result as its
 
 Runs under the peer venv's python (`benchmarks/peers/setup_envs.sh sbx`), never jaxsim's: SBX
 needs stable-baselines3 and torch, so it imports only sbx, stable_baselines3, gymnasium, jax and
-numpy, never this repository. Settings: rl-baselines3-zoo's for the pair (its hyperparams/*.yml,
-which rl-zoo also uses for SBX's algorithms), its budget the zoo's `n_timesteps`.
+numpy, never this repository. Settings: `--settings`, rl-baselines3-zoo's for the pair (its
+hyperparams/*.yml, which rl-zoo also uses for SBX's algorithms) as the SB3 baselines hold them
+(`benchmarks.baselines.offpolicy_sb3.RL_ZOO`, passed by `sbx_case.sbx_args`), its budget the
+zoo's `n_timesteps`.
 
 Stop rule, as `agents.loop.confirmed`: every `--eval-every` env steps a deterministic evaluation
 of `--episodes` episodes (the stop check, env seeded 10_000 + seed); one at the target is
@@ -32,41 +34,6 @@ from stable_baselines3.common.evaluation import evaluate_policy  # noqa: E402
 
 IMPORT_S = time.perf_counter() - T0
 
-# rl-baselines3-zoo's hyperparams, by (algorithm, env) (n_envs and n_timesteps are the zoo's;
-# "lin_" schedules are written as the fraction of progress remaining times the value).
-RL_ZOO = {
-    # ppo.yml CartPole-v1: lr lin_1e-3, clip_range lin_0.2.
-    ("ppo", "CartPole-v1"): dict(
-        n_envs=8,
-        n_timesteps=100_000,
-        n_steps=32,
-        batch_size=256,
-        gae_lambda=0.8,
-        gamma=0.98,
-        n_epochs=20,
-        ent_coef=0.0,
-        learning_rate=("lin", 1e-3),
-        clip_range=("lin", 0.2),
-    ),
-    # dqn.yml CartPole-v1.
-    ("dqn", "CartPole-v1"): dict(
-        n_envs=1,
-        n_timesteps=50_000,
-        learning_rate=2.3e-3,
-        batch_size=64,
-        buffer_size=100_000,
-        learning_starts=1000,
-        gamma=0.99,
-        target_update_interval=10,
-        train_freq=256,
-        gradient_steps=128,
-        exploration_fraction=0.16,
-        exploration_final_eps=0.04,
-        net_arch=[256, 256],
-    ),
-    # sac.yml Pendulum-v1: the budget and the learning rate; SAC's defaults for the rest.
-    ("sac", "Pendulum-v1"): dict(n_envs=1, n_timesteps=20_000, learning_rate=1e-3),
-}
 MIN_EPISODES = 32  # as agents.loop.MIN_EPISODES: episodes of the confirming evaluation
 CHECK_SEED_OFFSET, CONFIRM_SEED_OFFSET = 10_000, 20_000  # as benchmarks.harness.solved
 
@@ -76,15 +43,15 @@ def _load() -> float:
 
 
 def _value(v):
-    if isinstance(v, tuple) and v[0] == "lin":
+    if isinstance(v, list) and v[0] == "lin":  # ["lin", x]: linear decay from x to 0
         scale = v[1]
         return lambda progress_remaining: progress_remaining * scale
     return v
 
 
-def make_model(algorithm: str, env_id: str, seed: int):
-    """SBX's `algorithm` ("MlpPolicy") at rl-zoo's settings on `make_vec_env(env_id, n_envs)`."""
-    h = dict(RL_ZOO[algorithm, env_id])
+def make_model(algorithm: str, env_id: str, seed: int, settings: dict):
+    """SBX's `algorithm` ("MlpPolicy") at `settings` on `make_vec_env(env_id, n_envs)`."""
+    h = dict(settings)
     env = make_vec_env(env_id, n_envs=h.pop("n_envs"), seed=seed)
     h.pop("n_timesteps")
     kwargs = {k: _value(v) for k, v in h.items()}
@@ -135,21 +102,19 @@ class EvalUntilReturn(BaseCallback):
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("algorithm", choices=("ppo", "dqn", "sac"))
-    p.add_argument("--env", required=True, help="a Gymnasium id with rl-zoo settings here")
+    p.add_argument("--env", required=True, help="a Gymnasium id")
+    p.add_argument("--settings", type=json.loads, required=True, help="rl-zoo's, as JSON")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--target", type=float, required=True)
     p.add_argument("--eval-every", type=int, required=True, help="env steps between checks")
     p.add_argument("--episodes", type=int, default=32, help="episodes per stop check")
     p.add_argument("--total-timesteps", type=int, default=None, help="budget (rl-zoo's)")
     a = p.parse_args()
-    if (a.algorithm, a.env) not in RL_ZOO:
-        raise SystemExit(f"peer_sbx: no rl-zoo settings for {a.algorithm} on {a.env!r}; known: "
-                         f"{sorted(RL_ZOO)}")  # fmt: skip
     load_before = _load()
     t0 = time.perf_counter()
-    model = make_model(a.algorithm, a.env, a.seed)
+    model = make_model(a.algorithm, a.env, a.seed, a.settings)
     callback = EvalUntilReturn(a.env, a.seed, a.eval_every, a.episodes, a.target, t0)
-    budget = a.total_timesteps or RL_ZOO[a.algorithm, a.env]["n_timesteps"]
+    budget = a.total_timesteps or a.settings["n_timesteps"]
     model.learn(total_timesteps=budget, callback=callback)
     at = callback.at
     out = {
@@ -167,7 +132,7 @@ def main() -> None:
         "eval_every": a.eval_every,
         "check_episodes": a.episodes,
         "confirm_episodes": MIN_EPISODES,
-        "hyperparameters": {k: repr(v) for k, v in RL_ZOO[a.algorithm, a.env].items()},
+        "hyperparameters": {k: repr(v) for k, v in a.settings.items()},
         "hyperparameters_source": "rl-baselines3-zoo hyperparams/*.yml",
         "budget": budget,
         "load_before": load_before,

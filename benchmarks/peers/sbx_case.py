@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import json
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness.commands import portable_command
-from benchmarks.harness.timing import time_process
+from benchmarks.baselines.offpolicy_sb3 import RL_ZOO
+from benchmarks.harness.timing import train_command, train_process
 
 # case -> (algorithm, Gymnasium id, target return)
 CASES = {
@@ -33,34 +32,6 @@ SBX_CHECKS = {"ppo": (1024, 32), "dqn": (2048, 32), "sac": (1000, 10)}
 SMOKE_STEPS = 2048
 
 
-def jaxsim_command(algorithm: str, env_id: str, target: float, seeds: int, out: Path,
-                   cache: str, total_steps: int | None = None) -> list[str]:  # fmt: skip
-    """The train command a user runs (the preset, `seeds` seeds at once) for this case."""
-    cmd = [sys.executable, "-m", "agents.train", algorithm, "--env", env_id]
-    cmd += ["--seeds", str(seeds), "--target-return", str(target), "--no-plot", "--quiet"]
-    cmd += ["--out", str(out), "--overwrite", "--compilation-cache", cache]
-    return cmd + (["--total-steps", str(total_steps)] if total_steps else [])
-
-
-def jaxsim_process(cmd: list[str], seeds: int, out: Path) -> dict[str, Any]:
-    """One train process: its wall time (start to exit), per seed, and eval.json's verdict."""
-    run = time_process(cmd)
-    wall = run["wall_s"]
-    evaluation = json.loads((out / "eval.json").read_text())
-    solved = evaluation["solved_per_seed"]
-    return {
-        "command": portable_command(cmd),
-        "wall_s": wall,
-        "per_seed_wall_s": wall / seeds,
-        "solved_per_seed": solved,
-        "solved_all": all(solved),
-        "steps_to_target_per_seed": evaluation["steps_to_target_per_seed"],
-        "final_per_seed_mean_return": evaluation["per_seed_mean_return"],
-        "load_before": run["load_1min_before"],
-        "load_after": run["load_1min_after"],
-    }
-
-
 def jaxsim_side(case: str, seeds: int, smoke: bool) -> dict[str, Any]:
     """Cold (fresh compilation cache), then warm (the cache the cold run filled)."""
     algorithm, env_id, target = CASES[case]
@@ -70,9 +41,21 @@ def jaxsim_side(case: str, seeds: int, smoke: bool) -> dict[str, Any]:
         cache = str(Path(tmp) / "xla")
         for label in ("cold",) if smoke else ("cold", "warm"):
             out = Path(tmp) / label
-            cmd = jaxsim_command(algorithm, env_id, target, seeds, out, cache, budget)
-            runs[label] = jaxsim_process(cmd, seeds, out)
+            flags = ["--seeds", seeds, "--target-return", target, "--overwrite"]
+            flags += ["--total-steps", budget] if budget else []
+            cmd = train_command(algorithm, env_id, out, cache, *flags)
+            runs[label] = train_process(cmd, seeds, out)
     return runs
+
+
+def sbx_settings(algorithm: str, env_id: str) -> dict[str, Any]:
+    """rl-zoo's settings for the pair, the SB3 baselines' (`offpolicy_sb3.RL_ZOO`), as
+    peer_sbx.py takes them: PPO CartPole's learning rate and clip range, which
+    `ppo_sb3.sb3_cartpole_ppo` decays linearly to 0, written ["lin", x]."""
+    h = dict(RL_ZOO[algorithm, env_id])
+    if (algorithm, env_id) == ("ppo", "CartPole-v1"):
+        h.update(learning_rate=["lin", h["learning_rate"]], clip_range=["lin", h["clip_range"]])
+    return h
 
 
 def sbx_args(case: str, seed: int, smoke: bool) -> list[str]:
@@ -80,6 +63,7 @@ def sbx_args(case: str, seed: int, smoke: bool) -> list[str]:
     algorithm, env_id, target = CASES[case]
     every, episodes = SBX_CHECKS[algorithm]
     args = [algorithm, "--env", env_id, "--seed", str(seed), "--target", str(target)]
+    args += ["--settings", json.dumps(sbx_settings(algorithm, env_id))]
     args += ["--eval-every", str(min(every, SMOKE_STEPS // 2) if smoke else every)]
     args += ["--episodes", str(2 if smoke else episodes)]
     return args + (["--total-timesteps", str(SMOKE_STEPS)] if smoke else [])

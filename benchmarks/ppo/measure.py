@@ -38,10 +38,8 @@ from agents.presets import config_for, target_for
 from atomicfiles import finite_json
 from benchmarks.baselines.ppo_sb3 import SB3_CARTPOLE, TARGETS, sb3_baseline
 from benchmarks.harness.arguments import split_list
-from benchmarks.harness.formatting import format_ratio, format_seconds, format_table
-from benchmarks.harness.paths import RUNS_DIR
-from benchmarks.harness.provenance import machine_tag, provenance
-from benchmarks.harness.record import append_jsonl, finish
+from benchmarks.harness.provenance import provenance
+from benchmarks.harness.record import append_jsonl, default_out, finish
 from benchmarks.harness.solved import Confirmations
 from benchmarks.harness.training import train_to_target
 from benchmarks.ppo.gpu import gpu_training_sps
@@ -199,8 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         args.total_steps, args.seeds, args.sb3_seeds = args.total_steps or 4096, 1, 1
         args.sb3_max_steps, args.warm_repeats, args.whole_process = 2048, 1, False
         args.sb3_default_thread_seeds = 1
-    tag = machine_tag() + ("_quick" if args.quick else "")
-    out = Path(args.out or RUNS_DIR / f"ppo_{tag}.json")
+    out = Path(args.out or default_out("ppo", args.quick))
     partial = out.with_suffix(".partial.jsonl")
     result: dict[str, Any] = {
         "benchmark": "ppo",
@@ -249,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         record("whole_process", whole_process(args.seeds, sb3_seeds, 3))
     if args.gpu_sps:
         record("gpu_training_sps", gpu_training_sps(4096, 2 if args.quick else 20))
-    return finish(result, out, _summary(result), partial=partial)
+    return finish(result, out, partial=partial)
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -293,64 +290,6 @@ def _compare(jx: dict, sb3: dict) -> dict:
         "jaxsim_sps_whole_loop": jx["sps_whole_loop"],
         "sb3_sps_whole_loop": sb3["default_threads"]["mean_sps_whole_loop"],
     }
-
-
-def _summary(result: dict) -> str:
-    rows = []
-    for env_id, r in result["jaxsim"].items():
-        rows.append(
-            [
-                f"jaxsim {env_id} ({r['seeds']} seeds at once)",
-                f"{sum(s is not None for s in r['per_seed_steps_to_target'])}/{r['seeds']}",
-                r["mean_steps_to_target"] or "-",
-                format_seconds(r["per_seed_train_wall_s_to_target"], 2),
-                format_seconds(r["warm_per_seed_train_wall_s_to_target"], 2),
-                format_seconds(r["compile_s_training_loop"], 2),
-                format_seconds(r["warm_compile_s_training_loop"], 2),
-            ]
-        )
-    for key in ("sb3", "sb3_1_thread"):
-        sb3 = result.get(key) or {}
-        if sb3.get("runs"):
-            rows.append(
-                [
-                    f"SB3 CartPole-v1 ({sb3['torch_threads']} torch threads)",
-                    f"{sb3['seeds_reached']}/{len(sb3['runs'])}",
-                    sb3["mean_steps_to_target"] or "-",
-                    format_seconds(sb3["median_train_wall_s_to_target"], 2),
-                    "",
-                    "",
-                    "",
-                ]
-            )
-    headers = ["run", "solved", "mean steps/seed", "s/seed cold", "s/seed warm", "loop compile"]
-    lines = [format_table([*headers, "warm"], rows)]
-    cmp = result.get("comparison") or {}
-    if cmp.get("speedup"):
-        lines.append(
-            f"time to a solved CartPole agent per seed, SB3 / jaxsim: warm "
-            f"{format_ratio(cmp['speedup'])}, cold {format_ratio(cmp['speedup_cold'])} (SB3 "
-            f"with 1 thread: {format_ratio(cmp['speedup_vs_1_thread'])} warm, "
-            f"{format_ratio(cmp['speedup_cold_vs_1_thread'])} cold)"
-        )
-    proc = result.get("whole_process") or {}
-    if proc:
-        lines.append(
-            f"whole processes per seed: jaxsim {proc['jaxsim_warm_per_seed_s']:.2f} s warm, "
-            f"{proc['jaxsim_cold_per_seed_s']:.2f} s cold (all solved: "
-            f"{proc['jaxsim_all_solved']})"
-        )
-    for label in ("sb3_1_thread", "sb3_default_threads"):
-        if proc.get(label, {}).get("median_wall_s"):
-            lines.append(
-                f"  {label}: {proc[label]['median_wall_s']:.2f} s per seed "
-                f"({proc[label]['median_wall_s_excluding_checks']:.2f} s without its checks): "
-                f"{format_ratio(proc[f'speedup_warm_vs_{label}'])} warm, "
-                f"{format_ratio(proc[f'speedup_cold_vs_{label}'])} cold; without its checks "
-                f"{format_ratio(proc[f'speedup_warm_vs_{label}_excluding_its_checks'])} warm, "
-                f"{format_ratio(proc[f'speedup_cold_vs_{label}_excluding_its_checks'])} cold"
-            )
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

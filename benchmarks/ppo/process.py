@@ -11,62 +11,18 @@ included; times are from start to exit.
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-from benchmarks.harness.paths import REPO_ROOT
-
-
-def _timed(cmd: list[str]) -> float:
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return wall
+from benchmarks.baselines.ppo_sb3 import sb3_process
+from benchmarks.harness.timing import train_command, train_process
 
 
 def jaxsim_process(seeds: int, cache_dir: str, out: Path) -> dict:
-    """One `agents.train` process; its wall time, and whether every seed was solved."""
-    cmd = [sys.executable, "-m", "agents.train", "ppo", "--env", "CartPole-v1"]
-    cmd += ["--seeds", str(seeds), "--no-plot", "--quiet", "--out", str(out)]
-    wall = _timed([*cmd, "--compilation-cache", cache_dir])
-    evaluation = json.loads((out / "eval.json").read_text())
-    steps = evaluation["steps_to_target_per_seed"]
-    # Solved by the rule (agents.loop.confirmed): the stop check and eval.json's evaluation.
-    solved = evaluation["solved_per_seed"]
-    return {
-        "wall_s": wall,
-        "per_seed_wall_s": wall / seeds,
-        "all_solved": all(solved),
-        "solved_per_seed": solved,
-        "steps_to_target_per_seed": steps,
-        "final_per_seed_mean_return": evaluation["per_seed_mean_return"],
-        "loadavg_1min_after": os.getloadavg()[0],
-    }
-
-
-def sb3_process(seed: int, threads: int, out: Path) -> dict:
-    """One `benchmarks.baselines.ppo_sb3` process for one seed."""
-    cmd = [sys.executable, "-m", "benchmarks.baselines.ppo_sb3", "--seed", str(seed)]
-    wall = _timed([*cmd, "--threads", str(threads), "--out", str(out)])
-    run = json.loads(out.read_text())
-    return {
-        "seed": seed,
-        "torch_threads": run["torch_threads"],
-        "wall_s": wall,
-        "solved": run["reached"],  # confirmed, as for jaxsim
-        "steps_to_target": run["steps_to_target"],
-        "check_wall_s": run["check_wall_s"],
-        "loadavg_1min_after": os.getloadavg()[0],
-    }
+    """One `agents.train` process (the PPO preset: its target); `harness.timing.train_process`."""
+    cmd = train_command("ppo", "CartPole-v1", out, cache_dir, "--seeds", seeds)
+    return train_process(cmd, seeds, out)
 
 
 def whole_process(seeds: int, sb3_seeds: dict[int, int], repeats: int) -> dict:
@@ -84,7 +40,7 @@ def whole_process(seeds: int, sb3_seeds: dict[int, int], repeats: int) -> dict:
             "jaxsim_warm": warm,
             "jaxsim_cold_per_seed_s": cold["per_seed_wall_s"],
             "jaxsim_warm_per_seed_s": statistics.median(w["per_seed_wall_s"] for w in warm),
-            "jaxsim_all_solved": cold["all_solved"] and all(w["all_solved"] for w in warm),
+            "jaxsim_all_solved": cold["solved_all"] and all(w["solved_all"] for w in warm),
         }
         if not sb3_seeds:
             return {**result, "sb3": {"skipped": "--no-sb3"}}

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.harness import registry
-from benchmarks.harness.paths import MANIFEST, REPO_ROOT, RESULTS_DIR, RUNS_DIR
+from benchmarks.harness.paths import MANIFEST, REPO_ROOT, RESULTS_DIR, RUNS_DIR, inside
 from benchmarks.report.document import Report, build, checks
 from benchmarks.report.publish import PublishError, publish
 from benchmarks.report.readme import update_readme, write_text_atomic
@@ -95,14 +95,10 @@ def newest_run(runs_dir: Path | None = None) -> Path:
     return max(runs, key=lambda d: ((d / MANIFEST).stat().st_mtime, d.name))
 
 
-def _is_under(path: Path, parent: Path) -> bool:
-    return path == parent or parent in path.parents
-
-
 def _default_out(dirs: list[Path]) -> Path:
     """Beside the records of a run; a report of records elsewhere (the published ones, say) goes
     to a new folder under runs/, so no tracked file changes."""
-    if _is_under(dirs[0], REPO_ROOT / "runs") or not _is_under(dirs[0], REPO_ROOT):
+    if inside(dirs[0], REPO_ROOT / "runs") or not inside(dirs[0], REPO_ROOT):
         return dirs[0] / "RESULTS.md"
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     return RUNS_DIR.parent / "report" / stamp / "RESULTS.md"
@@ -133,7 +129,7 @@ def _refuse_tracked_outputs(args, published: Path) -> None:
         if path is None:
             continue
         path = path.resolve()
-        if path == tracked or _is_under(path, published.resolve()):
+        if path == tracked or inside(path, published):
             raise ReportError(
                 f"{flag} {path}: a tracked report or the published records' folder; only "
                 "--publish writes there, after checking the records"
@@ -149,7 +145,7 @@ def _main(args, published: Path) -> int:
     if missing:
         raise ReportError(f"no such directory {missing}")
     if args.publish:
-        runs = [d for d in dirs if not _is_under(d, published)]
+        runs = [d for d in dirs if not inside(d, published)]
         suites = registry.by_benchmark()
         scopes = {key: suite.scope for key, suite in suites.items() if suite.scope}
         publish(runs, published, checks(suites), scopes, args.replace)

@@ -13,7 +13,7 @@ from typing import Any
 from benchmarks.harness import registry
 from benchmarks.harness.formatting import format_seconds, format_table
 from benchmarks.harness.suite import Suite
-from benchmarks.offpolicy.section import off_policy_reason
+from benchmarks.offpolicy.suite import off_policy_reason
 from benchmarks.report.headline import headline_table
 from benchmarks.report.markdown import current_command, link
 from benchmarks.report.readme import readme_section, summary_text

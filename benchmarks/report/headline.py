@@ -5,12 +5,12 @@ from __future__ import annotations
 import collections
 from collections.abc import Sequence
 
-from benchmarks.breakdown.section import percent, share
-from benchmarks.fusion.section import fusion_ratios
+from benchmarks.breakdown.suite import percent, share
+from benchmarks.fusion.suite import fusion_ratios
 from benchmarks.harness.formatting import format_ratio, format_table
-from benchmarks.offpolicy_solve.section import solve_summary
+from benchmarks.offpolicy_solve.suite import solve_summary
 from benchmarks.report.records import Record
-from benchmarks.rollout_throughput.section import same_run_ratios, throughput_envs
+from benchmarks.rollout_throughput.suite import same_run_ratios, throughput_envs
 
 PUBLISHED = (
     ("GPU-vectorized simulation vs CPU simulators", "arXiv 2207.07736", "up to 1024x"),

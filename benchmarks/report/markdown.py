@@ -17,8 +17,9 @@ MOVED = {
     **{f"benchmarks.{m}": f"benchmarks.micro.{m}" for m in ("compact_reset", "reset_cost")},
     **{
         f"benchmarks.{m}": f"benchmarks.micro.{m}"
-        for m in ("output_reuse", "gymnasium_front", "sb3_front", "sweep_bench")
+        for m in ("output_reuse", "sb3_front", "sweep_bench")
     },
+    "benchmarks.gymnasium_front": "benchmarks.front.measure",
 }
 _MODULE = re.compile(r"(?<=-m )benchmarks\.\w+\b(?!\.)")
 

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.harness.formatting import format_rate, format_table
-from benchmarks.ppo.section import ppo_summary
+from benchmarks.ppo.suite import ppo_summary
 from benchmarks.report.headline import headline_table
 from benchmarks.report.records import Record
-from benchmarks.rollout_throughput.section import (
+from benchmarks.rollout_throughput.suite import (
     IMPL_LABELS,
     ordered_impls,
     throughput_points,

@@ -48,9 +48,8 @@ from benchmarks.baselines import torch_cartpole as baselines
 from benchmarks.harness.arguments import int_list, name_list
 from benchmarks.harness.formatting import format_rate
 from benchmarks.harness.optional import Skipped
-from benchmarks.harness.paths import RUNS_DIR
-from benchmarks.harness.provenance import machine_tag, provenance
-from benchmarks.harness.record import append_jsonl, finish
+from benchmarks.harness.provenance import provenance
+from benchmarks.harness.record import append_jsonl, default_out, finish
 from benchmarks.rollout_throughput.baseline_runners import (
     bench_envpool,
     bench_gymnasium_async,
@@ -68,7 +67,7 @@ from benchmarks.rollout_throughput.jaxsim_runners import (
     check_physics_only,
     gymnasium_episode_length,
 )
-from benchmarks.rollout_throughput.targets import evaluate_targets, render
+from benchmarks.rollout_throughput.targets import evaluate_targets
 
 FULL_NUM_ENVS = (1, 16, 256, 4096, 65536)
 QUICK_NUM_ENVS = (1, 16, 256, 4096)
@@ -262,9 +261,7 @@ def parse_args(argv=None) -> tuple[Config, Path]:
         async_max_envs=args.async_max_envs,
         torch_threads=args.torch_threads,
     )
-    out = args.out or RUNS_DIR / (
-        f"rollout_throughput_{machine_tag()}{'_quick' if args.quick else ''}.json"
-    )
+    out = args.out or default_out("rollout_throughput", args.quick)
     return cfg, out
 
 
@@ -350,8 +347,7 @@ def main(argv=None) -> int:
         for name, c in checks.items()
         if not c["pass"] and not any(name.endswith(f"/{p}_dynamics") for p in PEER_CHECKS)
     ]
-    table = render(records, targets, cfg, bandwidth["bytes_per_s"])
-    return finish(result, out, table, failed, partial)
+    return finish(result, out, None, failed, partial)
 
 
 if __name__ == "__main__":

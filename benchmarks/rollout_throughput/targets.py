@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.harness.formatting import format_rate, format_table
-from benchmarks.rollout_throughput.config import ENV_ID, Config
-from benchmarks.rollout_throughput.section import percent
+from benchmarks.rollout_throughput.config import ENV_ID
 
 TARGET_NUM_ENVS = 4096
 MEMORY_FLOOR = "memory_floor"
@@ -86,67 +84,3 @@ def evaluate_targets(records) -> list[dict[str, Any]]:
             }
         )
     return out
-
-
-def _floor_of(records, impl: str, num_envs: int, env_id: str) -> dict[str, Any] | None:
-    r = find(records, impl, num_envs, env_id)
-    return None if r is None else r.get("floor")
-
-
-def _floor_cell(records, impl: str, num_envs: int, env_id: str) -> str:
-    f = _floor_of(records, impl, num_envs, env_id)
-    return "–" if f is None else percent(f["fraction"])
-
-
-def _bytes(records, impl: str, env_id: str) -> str:
-    f = next((r["floor"] for r in records if r["impl"] == impl and r["env_id"] == env_id
-              and "floor" in r), None)  # fmt: skip
-    return "?" if f is None else str(f["bytes_per_step"]["total"])
-
-
-def render(records, targets, cfg: Config, bandwidth: float | None = None) -> str:
-    parts = []
-    if bandwidth is not None:
-        parts.append(f"copy bandwidth (read + written): {bandwidth / 1e9:.2f} GB/s")
-    for env_id in cfg.envs:
-        headers = ["implementation", "compile s", *(f"N={n}" for n in cfg.num_envs)]
-        rows = []
-        for impl in cfg.impls:
-            cells, compile_s = [], []
-            for n in cfg.num_envs:
-                r = next(
-                    r
-                    for r in records
-                    if r["impl"] == impl and r["num_envs"] == n and r["env_id"] == env_id
-                )
-                if r["status"] == "ok":
-                    cells.append(format_rate(r["steps_per_s"]["median"]))
-                    if r["compile_s"] is not None:
-                        compile_s.append(r["compile_s"])
-                else:
-                    cells.append(r["status"])
-            if all(c == "skipped" for c in cells):
-                continue
-            rows.append([impl, f"{max(compile_s):.2f}" if compile_s else "–", *cells])
-            floors = [_floor_cell(records, impl, n, env_id) for n in cfg.num_envs]
-            if any(c != "–" for c in floors):
-                rows.append(
-                    [f"  of memory floor ({_bytes(records, impl, env_id)} B/step)", "", *floors]
-                )
-        parts.append(
-            f"{env_id}, random policy: env-steps/s, median of {cfg.repeats} (compile: "
-            f"jax trace+lower+compile, max over N)\n{format_table(headers, rows)}"
-        )
-    target_rows = []
-    for t in targets:
-        bound = f"{'>=' if 'min' in t else '<'} {t.get('min', t.get('max'))}"
-        value = "–" if t["value"] is None else f"{t['value']:.2f}"
-        if t.get("range"):
-            value += f" ({t['range'][0]:.2f}-{t['range'][1]:.2f})"
-        if t.get("first_call_cpu_s") is not None:
-            value += f" (1st call CPU {t['first_call_cpu_s']:.2f})"
-        target_rows.append([f"{t['name']} @ {t['num_envs']}", value, bound, t["status"]])
-    parts.append(
-        format_table(["target (CartPole-v1)", "value (range)", "required", "result"], target_rows)
-    )
-    return "\n\n".join(parts)

@@ -25,7 +25,7 @@ and `make_vec(id, num_envs)` register and make in one call; they take either spe
 
 CPU dispatch: importing this module changes no JAX setting. A Gymnasium step runs one small
 program and reads its result at once, so JAX's asynchronous CPU dispatch buys it no overlap and
-costs a thread hand-off per step (`python -m benchmarks.micro.gymnasium_front` measures both modes);
+costs a thread hand-off per step (`python -m benchmarks.front.measure` measures both modes);
 the opt-in `cpu_dispatch(sync=True)`, called before JAX's first computation, turns it off. The
 flag (`jax_cpu_enable_async_dispatch`) is process-wide and read once, when JAX's CPU client
 starts, so it cannot be scoped to the front's own calls: every other CPU computation in the
@@ -101,7 +101,7 @@ def cpu_dispatch(sync: bool | None = None) -> dict[str, Any]:
     `sync`, sets it first (opt-in: importing this module changes nothing).
 
     A Gymnasium step runs one small program and reads its result at once, so asynchronous
-    dispatch only adds a thread hand-off per step (`python -m benchmarks.micro.gymnasium_front`).
+    dispatch only adds a thread hand-off per step (`python -m benchmarks.front.measure`).
     The flag is process-wide: `sync=True` makes every CPU computation of the process wait for
     its result (the same results, no queueing), not only the front's.
 

@@ -18,7 +18,7 @@ from benchmarks.harness.registry import record_problems  # noqa: E402
 from benchmarks.report.records import Record  # noqa: E402
 from benchmarks.rollout_throughput import measure as rt  # noqa: E402
 from benchmarks.rollout_throughput.floor import copy_bandwidth, step_bytes  # noqa: E402
-from benchmarks.rollout_throughput.section import throughput_section  # noqa: E402
+from benchmarks.rollout_throughput.suite import throughput_section  # noqa: E402
 
 
 def _cells(row: str) -> list[str]:

@@ -15,7 +15,7 @@ if str(_REPO) not in sys.path:
 from benchmarks.harness import registry  # noqa: E402
 from benchmarks.harness.suite import Plan  # noqa: E402
 from benchmarks.peers import brax_case, measure, sbx_case  # noqa: E402
-from benchmarks.peers import section as report  # noqa: E402
+from benchmarks.peers import suite as report  # noqa: E402
 
 
 def test_absent_peer_venvs_are_skipped_with_their_setup_command(tmp_path, monkeypatch, capsys):
@@ -133,9 +133,7 @@ def test_sbx_case_gives_no_ratio_when_a_seed_is_not_solved():
     assert "-200.0" in sbx_case.sbx_args("sbx_sac", 0, smoke=False)
 
 
-@pytest.mark.parametrize(
-    "script", ["peer_brax.py", "peer_brax_step.py", "peer_rejax.py", "peer_sbx.py"]
-)
+@pytest.mark.parametrize("script", ["peer_brax.py", "peer_rejax.py", "peer_sbx.py"])
 def test_peer_scripts_import_nothing_from_this_repository(script):
     # They run under the peers' venvs, whose jax jaxsim does not support.
     tree = ast.parse((_REPO / "benchmarks" / "peers" / script).read_text())
@@ -288,7 +286,7 @@ def test_ant_speed_case_keeps_brax_published_batch_and_splits_its_gap(tmp_path, 
 
     def fake_peer(peer, script, args, timeout_s, python=None):
         calls.append((peer, script, args, python))
-        if script == "peer_brax_step.py":  # brax's own step: slower under jaxsim's (newer) jax
+        if args[0] == "step":  # brax's own step: slower under jaxsim's (newer) jax
             jax_version = "0.10.2" if python else "0.9.2"
             return {"sps": 4_000.0 if python else 8_000.0, "num_envs": 4096,
                     "steps_per_call": 16, "versions": {"jax": jax_version}}  # fmt: skip
@@ -306,14 +304,14 @@ def test_ant_speed_case_keeps_brax_published_batch_and_splits_its_gap(tmp_path, 
     assert case["env"] == "ant" and case["timed_training_steps"] == 1
     # One timed step per side: brax's two compiling epochs plus one; no brax-network run on ant.
     brax_args = ["speed", "--env", "ant", "--epochs", "3", "--steps-per-epoch", "1"]
-    step_args = ["--env", "ant", "--num-envs", "4096", "--steps", "16", "--repeats", "3"]
+    step_args = ["step", "--env", "ant", "--num-envs", "4096", "--steps", "16", "--repeats", "3"]
     step_args += ["--episode-length", "1000"]
     assert calls == [
         ("jaxsim", "ant", 1, 1, 1),
         ("brax", "peer_brax.py", brax_args, None),
         # stepping alone: brax's step under its venv's jax and under jaxsim's, jaxsim's rollout
-        ("brax", "peer_brax_step.py", step_args, None),
-        ("brax", "peer_brax_step.py", step_args, sys.executable),
+        ("brax", "peer_brax.py", step_args, None),
+        ("brax", "peer_brax.py", step_args, sys.executable),
         ("jaxsim stepping", "ant", 3, {"num_steps": 16}),
     ]
     assert case["batch_shrink"] == 1  # brax's published batch, never shrunk outside smoke runs

@@ -361,7 +361,7 @@ def test_importing_changes_no_jax_setting_and_sync_dispatch_is_an_opt_in():
 
 
 def test_the_front_benchmark_checks_transitions_before_timing():
-    from benchmarks.micro.gymnasium_front import check_front_transitions
+    from benchmarks.front.measure import check_front_transitions
 
     check = check_front_transitions(8, steps=30)
     assert check["pass"] and check["transitions_compared"] > 200
