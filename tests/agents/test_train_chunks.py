@@ -220,12 +220,9 @@ def test_progress_rows_come_from_chunk_metrics_without_a_host_callback(stopped):
 
 @pytest.fixture
 def restore_cache_config():
-    names = ("jax_enable_compilation_cache", "jax_compilation_cache_dir")
-    saved = {n: getattr(jax.config, n) for n in names}
+    saved = compile_cache.current_dir()  # the suite's own cache (tests/conftest.py), or None
     yield
-    for n, v in saved.items():
-        jax.config.update(n, v)
-    compile_cache.compilation_cache.reset_cache()
+    compile_cache.enable(saved) if saved else compile_cache.disable()
 
 
 CARTPOLE_TINY = ["--num-envs", "4", "--num-steps", "8", "--total-steps", "64", "--log-every", "1"]
