@@ -23,21 +23,29 @@
    against the separate runs' (their eval.json), within seed noise: |difference| <= 2 x the
    standard error of the difference of the two means (4 seeds each).
 
-Writes DIR/sweep_<machine>.json (machine, device, jax version, commit, command, every figure).
+Writes DIR/sweep_<machine>.json (machine, device, jax version, commit, command, every figure);
+DIR defaults to runs/bench/. `--beside-rejax` measures instead the same grid at rejax's published
+CartPole PPO settings, jaxsim's train command beside rejax's jit(vmap) sweep in its peer venv
+(`benchmarks/peers/peer_rejax.py --sweep`), two rounds in swapped order, into
+DIR/sweep_rejax_<machine>.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks.harness.paths import RUNS_DIR
 from benchmarks.harness.timing import time_process, train_command
 
 LEARNING_RATES = (5e-4, 2e-3, 5e-3)
@@ -211,11 +219,102 @@ def measure_in_process(total_steps: int, seeds: int, repeats: int) -> dict:
     }
 
 
+# rejax's published CartPole PPO (benchmarks/peers/peer_rejax.py PUBLISHED["ppo"]) as train
+# flags: 5 envs x 100 steps, 5 epochs of 5 minibatches, no lr annealing, no observation or reward
+# normalisation, advantages normalised per minibatch and the value loss clipped (as rejax does),
+# a 64-64 tanh MLP, the whole 100k steps (no stop at a target, on either side).
+REJAX_FLAGS = (
+    "--num-envs 5 --num-steps 100 --update-epochs 5 --num-minibatches 5 --max-grad-norm 0.5 "
+    "--gamma 0.99 --gae-lambda 0.95 --clip-eps 0.2 --vf-coef 0.5 --hidden 64,64 --clip-value "
+    "--normalize-advantages --no-anneal-lr --no-normalize-obs --no-scale-rewards"
+).split()
+REJAX_STEPS = 100_000
+
+
+def beside_rejax(out_dir: Path, seeds: int) -> int:
+    """The 6 x `seeds` sweep as two whole processes in one run: jaxsim's train command and
+    rejax's jit(vmap) sweep at the same settings, one after the other, then again in the other
+    order; wall time start to exit, each side's final evaluations per configuration."""
+    from atomicfiles import finite_json, write_json_atomic
+    from benchmarks.harness.commands import portable_command
+    from benchmarks.harness.provenance import machine_tag, provenance
+    from benchmarks.peers.measure import peer_missing, peer_python
+
+    if peer_missing("rejax"):
+        print(f"sweep_bench --beside-rejax: {peer_missing('rejax')}", file=sys.stderr)
+        return 2
+    python = peer_python("rejax")
+    work = Path(tempfile.mkdtemp(prefix="sweep_rejax_"))
+    grid = ",".join(f"{v:g}" for v in LEARNING_RATES) + ";" + ",".join(f"{v:g}" for v in ENT_COEFS)
+    script = Path(__file__).parents[1] / "peers" / "peer_rejax.py"
+    peer = [str(python), str(script), "ppo", "--seeds", str(seeds)]
+    peer += ["--total-timesteps", str(REJAX_STEPS), "--sweep", grid]
+    lrs, ents = grid.split(";")
+    sweep_flags = ["--sweep", f"learning_rate={lrs}", "--sweep", f"ent_coef={ents}"]
+    sweep_flags += ["--seeds", str(seeds)]
+    rows = []
+    try:
+        for order in (("jaxsim", "rejax"), ("rejax", "jaxsim")):
+            row = {}
+            for side in order:
+                if side == "jaxsim":
+                    out = work / f"jaxsim_{len(rows)}"
+                    cmd = _train_command(
+                        str(out), str(work / f"cache_{len(rows)}"), REJAX_STEPS,
+                        [*REJAX_FLAGS, *sweep_flags],
+                    )  # fmt: skip
+                    wall = time_process(cmd)["wall_s"]
+                    meta = json.loads((out / "sweep.json").read_text())
+                    evals = [c["per_seed_mean_return"] for c in meta["configs"]]
+                else:
+                    t = time.perf_counter()
+                    proc = subprocess.run(peer, capture_output=True, text=True, check=True)
+                    wall = time.perf_counter() - t
+                    evals = json.loads(proc.stdout.strip().splitlines()[-1])["final_eval"]
+                row[side] = {"wall_s": wall, "final_eval": evals}
+                print(f"  {side}: {wall:.1f} s", flush=True)
+            rows.append(row)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    ratios = [r["rejax"]["wall_s"] / r["jaxsim"]["wall_s"] for r in rows]
+    record = {
+        "benchmark": "sweep_beside_rejax",
+        "provenance": provenance(("optax",)),
+        "env": ENV,
+        "grid": {"learning_rate": LEARNING_RATES, "ent_coef": ENT_COEFS},
+        "seeds": seeds,
+        "total_steps_per_seed": REJAX_STEPS,
+        "jaxsim_command": portable_command(
+            _train_command("OUT", "CACHE", REJAX_STEPS, [*REJAX_FLAGS, *sweep_flags])
+        ),
+        "rejax_command": portable_command(peer),
+        "note": "whole processes, start to exit, each side's compile in; rejax evaluates "
+        "greedily over 128 episodes at the end, jaxsim over its eval envs; two rounds, the "
+        "order swapped",
+        "rounds": rows,
+        "rejax_over_jaxsim_wall": ratios,
+        "rejax_over_jaxsim_wall_median": statistics.median(ratios),
+        "loadavg_1_5_15min_end": [round(x, 2) for x in os.getloadavg()],
+    }
+    path = out_dir / f"sweep_rejax_{machine_tag()}.json"
+    write_json_atomic(path, finite_json(record))
+    for r in rows:
+        print(f"jaxsim {r['jaxsim']['wall_s']:.1f} s, rejax {r['rejax']['wall_s']:.1f} s")
+    print(f"rejax / jaxsim wall: {', '.join(f'{x:.2f}' for x in ratios)}\nwrote {path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.micro.sweep_bench", description=__doc__
     )
-    parser.add_argument("--out", default="benchmarks/results", help="folder of the record")
+    parser.add_argument("--out", default=str(RUNS_DIR), help="folder of the record")
+    parser.add_argument(
+        "--beside-rejax",
+        action="store_true",
+        help="instead: the same sweep at rejax's published CartPole PPO settings, jaxsim's train "
+        "command beside rejax's jit(vmap) sweep (peer venv: benchmarks/peers/setup_envs.sh rejax)",
+    )
     parser.add_argument("--total-steps", type=int, default=51_200, help="env steps per seed")
     parser.add_argument("--seeds", type=int, default=4)
     parser.add_argument(
@@ -239,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
 
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
+    if args.beside_rejax:
+        return beside_rejax(out_dir, args.seeds)
     work = Path(tempfile.mkdtemp(prefix="sweep_bench_"))
     t0 = time.perf_counter()
     path = out_dir / f"sweep_{machine_tag()}.json"
