@@ -244,7 +244,7 @@ def chained(step_call: Callable, carry) -> Callable[[], Any]:
 def time_process(cmd: list[str]) -> dict[str, Any]:
     """Runs `cmd` as a whole process from the repository (this checkout's packages first), as a
     user runs a command: its wall time, start to exit, and the 1-minute load average before and
-    after. A failed process raises with the end of its stderr."""
+    after (and its stdout). A failed process raises with the end of its stderr."""
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
@@ -252,7 +252,8 @@ def time_process(cmd: list[str]) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
-    return {"wall_s": wall, "load_1min_before": load_before, "load_1min_after": os.getloadavg()[0]}
+    return {"wall_s": wall, "load_1min_before": load_before, "load_1min_after": os.getloadavg()[0],
+            "stdout": proc.stdout}  # fmt: skip
 
 
 def train_command(algorithm: str, env_id: str, out: Path, cache: str, *flags: Any) -> list[str]:

@@ -37,7 +37,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -62,25 +61,33 @@ def _configs() -> list[dict[str, float]]:
     return [{"learning_rate": lr, "ent_coef": ent} for lr in LEARNING_RATES for ent in ENT_COEFS]
 
 
+def _grid() -> tuple[str, str]:
+    """The learning rates and entropy coefficients as the command lines write them."""
+    return tuple(",".join(f"{v:g}" for v in values) for values in (LEARNING_RATES, ENT_COEFS))
+
+
+def _sweep_flags(seeds: int) -> list[str]:
+    lrs, ents = _grid()
+    return ["--sweep", f"learning_rate={lrs}", "--sweep", f"ent_coef={ents}", "--seeds", str(seeds)]
+
+
+def _sweep_meta(out: Path) -> dict:
+    """A sweep's sweep.json, its configurations checked to be the grid in `_configs()`'s order
+    (learning rate slowest)."""
+    meta = json.loads((out / "sweep.json").read_text())
+    assert [c["values"] for c in meta["configs"]] == _configs(), meta["configs"]
+    return meta
+
+
 def measure_processes(work: Path, total_steps: int, seeds: int, separate_configs: int) -> dict:
     configs = _configs()
-    sweep_flags = [
-        "--sweep",
-        "learning_rate=" + ",".join(f"{v:g}" for v in LEARNING_RATES),
-        "--sweep",
-        "ent_coef=" + ",".join(f"{v:g}" for v in ENT_COEFS),
-        "--seeds",
-        str(seeds),
-    ]
+    sweep_flags = _sweep_flags(seeds)
     sweep_out = work / "sweep"
     cmd = _train_command(str(sweep_out), str(work / "cache_sweep"), total_steps, sweep_flags)
     print("sweep process:", " ".join(cmd[1:]), flush=True)
     sweep_wall = time_process(cmd)["wall_s"]
     print(f"  {sweep_wall:.1f} s", flush=True)
-    with open(sweep_out / "sweep.json") as f:
-        sweep_meta = json.load(f)
-    # The sweep's configurations are the grid in this order (learning rate slowest).
-    assert [c["values"] for c in sweep_meta["configs"]] == configs, sweep_meta["configs"]
+    sweep_meta = _sweep_meta(sweep_out)
 
     separate = []
     for c, values in enumerate(configs[:separate_configs]):
@@ -243,15 +250,11 @@ def beside_rejax(out_dir: Path, seeds: int) -> int:
     if peer_missing("rejax"):
         print(f"sweep_bench --beside-rejax: {peer_missing('rejax')}", file=sys.stderr)
         return 2
-    python = peer_python("rejax")
     work = Path(tempfile.mkdtemp(prefix="sweep_rejax_"))
-    grid = ",".join(f"{v:g}" for v in LEARNING_RATES) + ";" + ",".join(f"{v:g}" for v in ENT_COEFS)
     script = Path(__file__).parents[1] / "peers" / "peer_rejax.py"
-    peer = [str(python), str(script), "ppo", "--seeds", str(seeds)]
-    peer += ["--total-timesteps", str(REJAX_STEPS), "--sweep", grid]
-    lrs, ents = grid.split(";")
-    sweep_flags = ["--sweep", f"learning_rate={lrs}", "--sweep", f"ent_coef={ents}"]
-    sweep_flags += ["--seeds", str(seeds)]
+    peer = [str(peer_python("rejax")), str(script), "ppo", "--seeds", str(seeds)]
+    peer += ["--total-timesteps", str(REJAX_STEPS), "--sweep", ";".join(_grid())]
+    flags = [*REJAX_FLAGS, *_sweep_flags(seeds)]
     rows = []
     try:
         for order in (("jaxsim", "rejax"), ("rejax", "jaxsim")):
@@ -259,18 +262,15 @@ def beside_rejax(out_dir: Path, seeds: int) -> int:
             for side in order:
                 if side == "jaxsim":
                     out = work / f"jaxsim_{len(rows)}"
-                    cmd = _train_command(
-                        str(out), str(work / f"cache_{len(rows)}"), REJAX_STEPS,
-                        [*REJAX_FLAGS, *sweep_flags],
-                    )  # fmt: skip
-                    wall = time_process(cmd)["wall_s"]
-                    meta = json.loads((out / "sweep.json").read_text())
-                    evals = [c["per_seed_mean_return"] for c in meta["configs"]]
+                    cache = str(work / f"cache_{len(rows)}")
+                    run = time_process(_train_command(str(out), cache, REJAX_STEPS, flags))
+                    evals = [c["per_seed_mean_return"] for c in _sweep_meta(out)["configs"]]
                 else:
-                    t = time.perf_counter()
-                    proc = subprocess.run(peer, capture_output=True, text=True, check=True)
-                    wall = time.perf_counter() - t
-                    evals = json.loads(proc.stdout.strip().splitlines()[-1])["final_eval"]
+                    run = time_process(peer)
+                    evals = json.loads(run["stdout"].strip().splitlines()[-1])["final_eval"]
+                # Every configuration and seed evaluated, in the grid's order on both sides.
+                assert np.shape(evals) == (len(_configs()), seeds), (side, np.shape(evals))
+                wall = run["wall_s"]
                 row[side] = {"wall_s": wall, "final_eval": evals}
                 print(f"  {side}: {wall:.1f} s", flush=True)
             rows.append(row)
@@ -284,9 +284,7 @@ def beside_rejax(out_dir: Path, seeds: int) -> int:
         "grid": {"learning_rate": LEARNING_RATES, "ent_coef": ENT_COEFS},
         "seeds": seeds,
         "total_steps_per_seed": REJAX_STEPS,
-        "jaxsim_command": portable_command(
-            _train_command("OUT", "CACHE", REJAX_STEPS, [*REJAX_FLAGS, *sweep_flags])
-        ),
+        "jaxsim_command": portable_command(_train_command("OUT", "CACHE", REJAX_STEPS, flags)),
         "rejax_command": portable_command(peer),
         "note": "whole processes, start to exit, each side's compile in; rejax evaluates "
         "greedily over 128 episodes at the end, jaxsim over its eval envs; two rounds, the "

@@ -3,38 +3,27 @@ venv, where it is imported as its sibling module) and `brax_case` (jaxsim's loop
 settings). Data only: it imports nothing, so it runs under any venv."""
 
 # brax's published PPO settings per environment (its training notebook), num_timesteps aside.
+_INVERTED_PENDULUM = dict(
+    num_timesteps=2_000_000,
+    num_evals=20,
+    reward_scaling=10,
+    episode_length=1000,
+    normalize_observations=True,
+    action_repeat=1,
+    unroll_length=5,
+    num_minibatches=32,
+    num_updates_per_batch=4,
+    discounting=0.97,
+    learning_rate=3e-4,
+    entropy_cost=1e-2,
+    num_envs=2048,
+    batch_size=1024,
+)
 PUBLISHED = {
-    "inverted_pendulum": dict(
-        num_timesteps=2_000_000,
-        num_evals=20,
-        reward_scaling=10,
-        episode_length=1000,
-        normalize_observations=True,
-        action_repeat=1,
-        unroll_length=5,
-        num_minibatches=32,
-        num_updates_per_batch=4,
-        discounting=0.97,
-        learning_rate=3e-4,
-        entropy_cost=1e-2,
-        num_envs=2048,
-        batch_size=1024,
-    ),
+    "inverted_pendulum": _INVERTED_PENDULUM,
+    # ant's differs in its budget, evaluations and batch only.
     "ant": dict(
-        num_timesteps=50_000_000,
-        num_evals=10,
-        reward_scaling=10,
-        episode_length=1000,
-        normalize_observations=True,
-        action_repeat=1,
-        unroll_length=5,
-        num_minibatches=32,
-        num_updates_per_batch=4,
-        discounting=0.97,
-        learning_rate=3e-4,
-        entropy_cost=1e-2,
-        num_envs=4096,
-        batch_size=2048,
+        _INVERTED_PENDULUM, num_timesteps=50_000_000, num_evals=10, num_envs=4096, batch_size=2048
     ),
 }
 # brax publishes no SAC settings for inverted_pendulum. Its training notebook's SAC settings
