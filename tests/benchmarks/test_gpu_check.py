@@ -55,9 +55,10 @@ def _processes_naming(text: str) -> list[str]:
 
 def test_a_dry_run_with_a_forced_timeout_reports_every_phase_and_archives_it(tmp_path):
     out = tmp_path / "out"
-    budget, kill_after = 24, 1
+    # A budget that the environment, the forced smoke and at most one more phase spend.
+    budget, kill_after = 16, 1
     env = _env(
-        tmp_path, GPU_CHECK_BUDGET_S=str(budget), GPU_CHECK_MIN_PHASE_S="8",
+        tmp_path, GPU_CHECK_BUDGET_S=str(budget), GPU_CHECK_MIN_PHASE_S="6",
         GPU_CHECK_KILL_AFTER_S=str(kill_after), GPU_CHECK_FORCE_TIMEOUT="smoke",
     )  # fmt: skip
     start = time.monotonic()
