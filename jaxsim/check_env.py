@@ -279,7 +279,8 @@ def check_env(env, *, num_envs: int = 16, steps: int = 8) -> CheckReport:
 
     Args:
       env: a `jaxsim.Env`, or an id for `jaxsim.make`.
-      num_envs, steps: the small batch and rollout length the dynamic checks run.
+      num_envs, steps: the small batch and rollout length the dynamic checks run (at least 4
+        steps: the time-limit check truncates at 3).
 
     Returns:
       A `CheckReport` (the checks that passed; why the fused backend cannot run it, if not).
@@ -304,8 +305,9 @@ def check_env(env, *, num_envs: int = 16, steps: int = 8) -> CheckReport:
     keys = jax.random.split(jax.random.key(0), num_envs)
 
     # jit and vmap
+    reset = jax.jit(jax.vmap(env.reset, (0, None)))  # one program for both resets below
     try:
-        states, obs = jax.jit(jax.vmap(env.reset, (0, None)))(keys, params)
+        states, obs = reset(keys, params)
         actions = jax.vmap(act_space.sample)(jax.random.split(jax.random.key(1), num_envs))
         _, ts = jax.jit(jax.vmap(env.step, (0, 0, 0, None)))(keys, states, actions, params)
     except Exception as err:
@@ -321,7 +323,7 @@ def check_env(env, *, num_envs: int = 16, steps: int = 8) -> CheckReport:
     done.append("reset and step under jit and vmap")
 
     # draws: the same ones replay, other ones start elsewhere
-    again, _ = jax.jit(jax.vmap(env.reset, (0, None)))(keys, params)
+    again, _ = reset(keys, params)
     if not _tree_equal(states, again):
         problems.append("reset: the same key gave different states (the reset is not pure)")
     if env.draws.reset != 0 and env.draws.reset != ():
@@ -333,12 +335,15 @@ def check_env(env, *, num_envs: int = 16, steps: int = 8) -> CheckReport:
             )
     done.append("same draws replay; other draws differ")
 
-    # the time limit truncates, and auto-reset keeps the true final observation
+    # the time limit truncates, and auto-reset keeps the true final observation. Every rollout
+    # here has one length and key: the fused backend is compared with `long_run` itself, so a
+    # check compiles one scan program fewer (seconds for a large environment).
     limit = 3
-    short = params.replace(max_episode_steps=jnp.asarray(limit, jnp.int32))
-    kwargs = dict(num_envs=num_envs, key=jax.random.key(2), backend="scan")
-    long_run = rollout(env, "random", limit + 1, **kwargs)
-    short_run = rollout(env, "random", limit + 1, params=short, **kwargs)
+    length = max(steps, limit + 1)
+    short = params.replace(max_episode_steps=limit)  # a Python int, as the default: one program
+    kwargs = dict(num_envs=num_envs, key=jax.random.key(2))
+    long_run = rollout(env, "random", length, backend="scan", **kwargs)
+    short_run = rollout(env, "random", length, params=short, backend="scan", **kwargs)
     alive = ~np.asarray(long_run.terminated[: limit - 1]).any(axis=0)
     trunc = np.asarray(short_run.truncated[limit - 1])
     if not trunc[alive].all() or np.asarray(short_run.truncated[: limit - 1]).any():
@@ -359,21 +364,10 @@ def check_env(env, *, num_envs: int = 16, steps: int = 8) -> CheckReport:
 
     fused = unsupported_reason(env)
     if fused is None and not problems:  # compared once the environment is otherwise sound
-        config = FusedConfig(block_envs=num_envs, steps_per_launch=max(1, steps // 2))
-        runs = [
-            rollout(
-                env,
-                "random",
-                steps,
-                num_envs=num_envs,
-                key=jax.random.key(3),
-                backend=b,
-                **({"fused_config": config} if b == "fused" else {}),
-            )
-            for b in ("scan", "fused")
-        ]
+        config = FusedConfig(block_envs=num_envs, steps_per_launch=max(1, length // 2))
+        fused_run = rollout(env, "random", length, backend="fused", fused_config=config, **kwargs)
         for field in ("obs", "reward", "terminated", "truncated", "next_obs"):
-            a, b = (np.asarray(getattr(r, field)) for r in runs)
+            a, b = (np.asarray(getattr(r, field)) for r in (long_run, fused_run))
             if not np.array_equal(a, b):
                 problems.append(f"fused backend: {field} differs from the scan backend's")
         done.append("scan == fused bit for bit")
