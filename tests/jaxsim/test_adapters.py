@@ -249,18 +249,28 @@ def test_brax_transition_equals_brax_step(name):
     env = jaxsim.make(f"brax/{name}")
     params = env.default_params
     key_data = jnp.array([5, 6], jnp.uint32)
-    state = jax.jit(env.init_state)(key_data, params)  # eagerly, brax's init compiles op by op
-    bstate = jax.jit(benv.reset)(key_data)
-    _assert_close(state.inner, bstate)
-    step, bstep = jax.jit(env.step), jax.jit(benv.step)
     actions = _actions(env.action_space(params), KEY, 30)
+
+    @jax.jit  # both resets and 30 steps of both in one program: a brax compile costs seconds
+    def both(key_data, actions):
+        state, bstate = env.init_state(key_data, params), benv.reset(key_data)
+
+        def step(carry, action):
+            state, bstate = carry
+            state, ts = env.step(KEY, state, action, params)
+            bstate = benv.step(bstate, action)
+            return (state, bstate), (ts, bstate)
+
+        return (state.inner, bstate), jax.lax.scan(step, (state, bstate), actions)[1]
+
+    (inner, bstate), (ts, bstates) = jax.device_get(both(key_data, actions))
+    _assert_close(inner, bstate)
     for t in range(30):
-        state, ts = step(KEY, state, actions[t], params)
-        bstate = bstep(bstate, actions[t])
-        _assert_close((ts.obs, ts.reward), (bstate.obs, bstate.reward), err_msg=f"t={t}")
-        assert bool(ts.terminated) == bool(bstate.done)
-        assert not ts.truncated
-        if ts.terminated:
+        ts_t, b_t = jax.tree.map(lambda x, t=t: x[t], (ts, bstates))
+        _assert_close((ts_t.obs, ts_t.reward), (b_t.obs, b_t.reward), err_msg=f"t={t}")
+        assert bool(ts_t.terminated) == bool(b_t.done)
+        assert not ts_t.truncated
+        if ts_t.terminated:
             break
     assert t > 0
 
@@ -375,16 +385,6 @@ def _run(code: str) -> str:
     return out.stdout
 
 
-def test_importing_jaxsim_imports_neither_library():
-    pytest.importorskip("gymnasium")
-    stdout = _run(
-        "import sys, jaxsim, jaxsim.gymnasium\n"
-        "assert 'gymnax' not in sys.modules and 'brax' not in sys.modules\n"
-        "try:\n    jaxsim.make('nope/x')\nexcept ValueError as e:\n    print(e)\n"
-    )
-    assert "gymnax/<name>" in stdout and "brax/<name>" in stdout
-
-
 MISSING = [
     ("gymnax/Catch-bsuite", "gymnax"),
     ("brax/ant", "brax"),
@@ -393,26 +393,38 @@ MISSING = [
 
 
 @pytest.fixture(scope="module")
-def missing_library_errors():
-    """Each id's ImportError with its library hidden (one library at a time), all from one
-    process: a process per id paid for an import of jax each."""
+def import_checks():
+    """From one process (a process per check paid for an import of jax each): what importing
+    jaxsim and jaxsim.gymnasium imported, and the error for an unknown library; then each id's
+    ImportError with its library hidden (one library at a time)."""
     code = (
-        "import json, sys, jaxsim\n"
+        "import importlib.util, json, sys, jaxsim\n"
+        "if importlib.util.find_spec('gymnasium'):\n    import jaxsim.gymnasium\n"
+        "imported = [m for m in ('gymnax', 'brax') if m in sys.modules]\n"
+        "try:\n    jaxsim.make('nope/x')\n    unknown = ''\n"
+        "except ValueError as e:\n    unknown = str(e)\n"
         "errors = {}\n"
         f"for env_id, module in {MISSING!r}:\n"
         "    sys.modules[module] = None  # as if not installed\n"
         "    try:\n        jaxsim.make(env_id)\n"
         "    except ImportError as e:\n        errors[env_id] = str(e)\n"
         "    del sys.modules[module]\n"
-        "print(json.dumps(errors))\n"
+        "print(json.dumps({'imported': imported, 'unknown': unknown, 'errors': errors}))\n"
     )
     return json.loads(_run(code).strip().splitlines()[-1])
 
 
+def test_importing_jaxsim_imports_neither_library(import_checks):
+    pytest.importorskip("gymnasium")
+    assert import_checks["imported"] == []
+    assert "gymnax/<name>" in import_checks["unknown"]
+    assert "brax/<name>" in import_checks["unknown"]
+
+
 @pytest.mark.parametrize("env_id, module", MISSING)
-def test_a_missing_library_names_the_extra(env_id, module, missing_library_errors):
+def test_a_missing_library_names_the_extra(env_id, module, import_checks):
     extra = env_id.split("/")[0]
-    assert f'pip install "jaxsim-rl[{extra}]"' in missing_library_errors[env_id]
+    assert f'pip install "jaxsim-rl[{extra}]"' in import_checks["errors"][env_id]
 
 
 # ------------------------------------------------------------------------------ PPO learns them

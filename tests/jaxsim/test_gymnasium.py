@@ -57,11 +57,17 @@ def test_every_id_registers_jaxsims_limit_and_gymnasiums_threshold():
 
 
 # One process for the import checks below (each was a process of its own, an import of jax each):
-# the clean import first, then each case with the modules it stubs, purged before the next.
+# importing changes no JAX setting (checked before JAX's first computation), the clean import,
+# then each case with the modules it stubs, purged before the next; last, cpu_dispatch(sync=True)
+# once JAX's CPU client has started (it has by then), from a fresh import of jaxsim.gymnasium.
 _IMPORT_CASES = """
 import json, sys, types
 out = {}
+import jax
+before = jax.config.read('jax_cpu_enable_async_dispatch')
 import jaxsim.gymnasium, gymnasium
+out['dispatch_unchanged'] = jax.config.read('jax_cpu_enable_async_dispatch') == before
+out['dispatch_default'] = str(jaxsim.gymnasium.cpu_dispatch())
 gymnasium.make('jaxsim/CartPole-v1')
 out['clean'] = sorted(
     m for m in ('gymnax', 'brax', 'stable_baselines3', 'torch') if m in sys.modules
@@ -95,6 +101,14 @@ error(
     {'stable_baselines3': None},
     "import jaxsim.gymnasium as g; g.make_sb3_vec_env('CartPole-v1')",
 )
+jax.numpy.zeros(1)  # JAX's CPU client has started
+import jaxsim.gymnasium as g  # a fresh import (purged above): nothing set through it yet
+try:
+    g.cpu_dispatch(sync=True)
+    out['late_sync'] = ''
+except RuntimeError as e:
+    out['late_sync'] = str(e)
+out['late_report'] = str(g.cpu_dispatch())
 print(json.dumps(out))
 """
 
@@ -327,37 +341,35 @@ def test_truncation_happens_once_at_max_episode_steps(env_id):
     assert not any(tr.any() for tr in truncs[:-1])
 
 
-def test_importing_changes_no_jax_setting_and_sync_dispatch_is_an_opt_in():
-    # The flag is process-wide and read once, when the CPU client starts: a process per case.
+def test_importing_changes_no_jax_setting_and_sync_dispatch_is_an_opt_in(import_cases):
+    # The flag is process-wide and read once, when the CPU client starts: the opt-in needs a
+    # process whose client has not started; the import and late-call cases share import_cases'.
+    assert import_cases["dispatch_unchanged"] is True
+    assert import_cases["dispatch_default"].startswith(
+        "{'async': True, 'reason': \"JAX's setting: jaxsim.gymnasium changes it only"
+    )
+    assert import_cases["late_sync"].startswith(
+        "cpu_dispatch(sync=True): JAX has started its CPU client, which read "
+        "jax_cpu_enable_async_dispatch=True once; call it before JAX's first computation"
+    )
+    assert import_cases["late_report"].startswith("{'async': True,")
     flag = "'jax_cpu_enable_async_dispatch'"
     show = "print(g.cpu_dispatch()); "
-    cases = {
-        f"import jax; before = jax.config.read({flag}); import jaxsim.gymnasium as g; "
-        f"print(jax.config.read({flag}) == before); {show}": [
-            "True",
-            "{'async': True, 'reason': \"JAX's setting: jaxsim.gymnasium changes it only",
-        ],
+    source = (
         f"import jax, jaxsim.gymnasium as g; print(g.cpu_dispatch(sync=True)); "
-        f"jax.numpy.zeros(1); {show}jax.config.update({flag}, True); {show}": [
-            "{'async': False, 'reason': 'set by cpu_dispatch(sync=True)'}",
-            "{'async': False, 'reason': 'set by cpu_dispatch(sync=True)'}",
-            "{'async': True, 'reason': 'changed with jax.config.update after set by",
-        ],
-        "import jax; jax.numpy.zeros(1); import jaxsim.gymnasium as g\n"
-        "try:\n    g.cpu_dispatch(sync=True)\nexcept RuntimeError as e:\n    print(e)\n"
-        f"{show}": [
-            "cpu_dispatch(sync=True): JAX has started its CPU client, which read "
-            "jax_cpu_enable_async_dispatch=True once; call it before JAX's first computation",
-            "{'async': True,",
-        ],
-    }
-    for source, wanted in cases.items():
-        out = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True)
-        assert out.returncode == 0, out.stderr
-        lines = out.stdout.strip().splitlines()
-        assert len(lines) == len(wanted), out.stdout
-        for line, start in zip(lines, wanted, strict=True):
-            assert line.startswith(start), line
+        f"jax.numpy.zeros(1); {show}jax.config.update({flag}, True); {show}"
+    )
+    wanted = [
+        "{'async': False, 'reason': 'set by cpu_dispatch(sync=True)'}",
+        "{'async': False, 'reason': 'set by cpu_dispatch(sync=True)'}",
+        "{'async': True, 'reason': 'changed with jax.config.update after set by",
+    ]
+    out = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == len(wanted), out.stdout
+    for line, start in zip(lines, wanted, strict=True):
+        assert line.startswith(start), line
 
 
 def test_the_front_benchmark_checks_transitions_before_timing():
