@@ -164,13 +164,26 @@ def _cartpole_per_env(num_envs):
     return env, params
 
 
+PER_ENV_N, PER_ENV_NUM_ENVS = 19, 6
+_PER_ENV = {}
+
+
+def _per_env_rollout(backend):
+    """(env, params, policy, kw, trajectory): CartPole with per-environment params under an MLP
+    on `backend`, run once and shared by the per-environment tests below."""
+    if backend not in _PER_ENV:
+        env, params = _cartpole_per_env(PER_ENV_NUM_ENVS)
+        policy = jaxsim.init_mlp_policy(jax.random.key(0), env, hidden=(8,))
+        kw = dict(num_envs=PER_ENV_NUM_ENVS, key=KEY, **BACKENDS[backend])
+        traj = jaxsim.rollout(env, policy, PER_ENV_N, params=params, **kw)
+        _PER_ENV[backend] = env, params, policy, kw, traj
+    return _PER_ENV[backend]
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_environment_i_equals_a_rollout_with_its_params_shared(backend):
-    num_envs, n = 6, 19
-    env, params = _cartpole_per_env(num_envs)
-    policy = jaxsim.init_mlp_policy(jax.random.key(0), env, hidden=(8,))
-    kw = dict(num_envs=num_envs, key=KEY, **BACKENDS[backend])
-    batched = jaxsim.rollout(env, policy, n, params=params, **kw)
+    env, params, policy, kw, batched = _per_env_rollout(backend)
+    n = PER_ENV_N
     assert batched.truncated.any() and batched.terminated.any()
     batched = batched.replace(final_state=None)
     for i in (0, 3, 5):
@@ -181,10 +194,8 @@ def test_environment_i_equals_a_rollout_with_its_params_shared(backend):
 
 
 def test_per_env_params_are_equal_on_both_backends():
-    env, params = _cartpole_per_env(7)
-    kw = dict(num_envs=7, key=KEY, params=params)
-    scan = jaxsim.rollout(env, "random", 13, backend="scan", **kw)
-    fused = jaxsim.rollout(env, "random", 13, **FUSED, **kw)
+    """The previous test's rollouts (6 environments in blocks of 4: padded), scan against fused."""
+    scan, fused = _per_env_rollout("scan")[-1], _per_env_rollout("fused")[-1]
     assert_trees_equal(scan, fused, rtol=1e-5)
 
 
@@ -245,14 +256,15 @@ def test_every_episode_draws_its_own_params_at_reset(backend):
     seed = rng.seed_from_key(jax.random.split(KEY, 3)[0])
     done = np.asarray(out.done)
     lengths = np.asarray(out.episode_length)
+    draw = jax.jit(dr.draw)  # called once per episode below: one compile, not one per operation
     for i in range(num_envs):
-        expected = _episode_lengths(i, dr.draw, seed, n)
+        expected = _episode_lengths(i, draw, seed, n)
         got = lengths[done[:, i], i].tolist()
         assert got == expected[: len(got)] and len(got) >= len(expected) - 1
     assert len(set(lengths[done].tolist())) > 2  # lengths really vary between episodes
     # The episode in progress keeps the values drawn at its start.
     last_start = n - np.asarray(out.final_state.episode_length)
-    g = [float(dr.draw(seed, jnp.uint32(i), jnp.uint32(c))["g"]) for i, c in enumerate(last_start)]
+    g = [float(draw(seed, jnp.uint32(i), jnp.uint32(c))["g"]) for i, c in enumerate(last_start)]
     np.testing.assert_allclose(out.final_state.episode_params["g"], g, rtol=1e-6)
 
 
@@ -332,7 +344,8 @@ def test_synchronised_episodes_reset_on_the_right_step():
     done = np.asarray(out.done)
     assert done[3::4].all() and not np.delete(done, np.s_[3::4], axis=0).any()
     seed = rng.seed_from_key(jax.random.split(KEY, 3)[0])
+    reset_at = jax.jit(env.reset_at)
     for t in (4, 8):
         for i in range(3):
-            _, obs = env.reset_at(seed, jnp.uint32(i), jnp.uint32(t), env.default_params)
+            _, obs = reset_at(seed, jnp.uint32(i), jnp.uint32(t), env.default_params)
             np.testing.assert_allclose(out.obs[t, i], obs, rtol=1e-6, atol=1e-6)

@@ -19,7 +19,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _reset(env, key=0):
-    state, _ = env.reset(jax.random.key(key), env.default_params)
+    """`env.reset`, jitted: one compile per environment instead of one per primitive."""
+    state, _ = jax.jit(env.reset)(jax.random.key(key), env.default_params)
     return state
 
 
@@ -79,7 +80,7 @@ def test_swarm_draws_its_particles_and_goal():
 def test_swarm_gif_from_states_and_a_clear_refusal_of_its_trajectory(tmp_path):
     env = jaxsim.make("Swarm-N4-v0")
     keys = jax.random.split(jax.random.key(1), 3)
-    batch = jax.vmap(env.reset, (0, None))(keys, env.default_params)[0]
+    batch = jax.jit(jax.vmap(env.reset, (0, None)))(keys, env.default_params)[0]
     states = jax.tree.map(lambda x: jnp.stack([x, x + 0.5]), batch)  # [T=2, num_envs=3]
     path = jaxsim.render_gif(env, states, tmp_path / "swarm.gif", env_index=2)
     with Image.open(path) as gif:
@@ -123,7 +124,8 @@ def test_far_away_but_finite_values_still_draw():
 def test_gif_of_a_batched_state_is_refused_not_drawn_as_time(tmp_path):
     env = jaxsim.make("CartPole-v1")
     keys = jax.random.split(jax.random.key(0), 4)
-    batch = jax.vmap(env.reset, (0, None))(keys, env.default_params)[0]  # leaves [num_envs=4]
+    reset = jax.jit(jax.vmap(env.reset, (0, None)))
+    batch = reset(keys, env.default_params)[0]  # leaves [num_envs=4]
     for env_index in (None, 1):
         with pytest.raises(ValueError, match=r"leaves \[4\] are ambiguous.*env_index"):
             jaxsim.render_gif(env, batch, tmp_path / "b.gif", env_index=env_index)

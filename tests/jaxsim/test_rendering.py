@@ -1,6 +1,7 @@
 """env.render draws a state as Gymnasium's rgb_array does; render_gif animates a rollout."""
 
 import dataclasses
+import functools
 import sys
 
 import jax
@@ -30,6 +31,12 @@ def _two_states(env):
     return a, a.replace(**moved)
 
 
+@functools.cache
+def _batch_reset(env):
+    """`env.reset` over a batch of keys, jitted once per environment (not compiled per op)."""
+    return jax.jit(jax.vmap(env.reset, (0, None)))
+
+
 def _physical_fields(state) -> list[str]:
     """The state's physical variables, in Gymnasium's `state` order (all but the step count)."""
     return [f.name for f in dataclasses.fields(state) if f.name != "time"]
@@ -56,9 +63,7 @@ def test_render_refuses_to_run_inside_jit():
 
 def test_render_rejects_a_batch_and_says_so():
     env = jaxsim.make("CartPole-v1")
-    states, _ = jax.vmap(env.reset, (0, None))(
-        jax.random.split(jax.random.key(0), 3), env.default_params
-    )
+    states, _ = _batch_reset(env)(jax.random.split(jax.random.key(0), 3), env.default_params)
     with pytest.raises(ValueError, match="one environment"):
         env.render(states)
     params = env.default_params.replace(length=jnp.array([0.5, 1.0, 1.5]))
@@ -98,7 +103,7 @@ def test_gif_of_a_trajectory_and_of_states(tmp_path):
     assert np.abs(first.astype(int) - expected).mean() < 8  # GIF palette and resampling only
     # States with a leading [T, num_envs] axis, as an evaluation loop collects them.
     keys = jax.random.split(jax.random.key(2), 2)
-    s0, _ = jax.vmap(env.reset, (0, None))(keys, env.default_params)
+    s0, _ = _batch_reset(env)(keys, env.default_params)
     states = jax.tree.map(lambda x: jnp.stack([x, x + 0.1 * jnp.ones_like(x)]), s0)
     path = jaxsim.render_gif(env, states, tmp_path / "states.gif", env_index=1, fps=10)
     with Image.open(path) as gif:
@@ -152,7 +157,7 @@ def test_frames_match_gymnasium_rgb_array(env_id):
 def test_gif_draws_the_chosen_environments_params(tmp_path):
     env = jaxsim.make("CartPole-v1")
     keys = jax.random.split(jax.random.key(0), 3)
-    states, _ = jax.vmap(env.reset, (0, None))(keys, env.default_params)
+    states, _ = _batch_reset(env)(keys, env.default_params)
     params = env.default_params.replace(length=jnp.array([0.5, 1.0, 1.5]))
     steps = jax.tree.map(lambda x: x[None], states)  # [T=1, num_envs=3]
     path = jaxsim.render_gif(env, steps, tmp_path / "p.gif", env_index=2, params=params)

@@ -135,7 +135,8 @@ def test_the_output_reuse_benchmark_runs_and_checks_equality(tmp_path):
     from benchmarks.micro import output_reuse
 
     path = tmp_path / "reuse.json"
-    argv = ["--num-envs", "8", "--steps", "6", "--repeats", "2", "--out", str(path)]
+    # This module's sizes: the benchmark's rollouts are programs the tests above compiled.
+    argv = ["--num-envs", str(NUM_ENVS), "--steps", str(N), "--repeats", "2", "--out", str(path)]
     assert output_reuse.main(argv) == 0  # an exit code, as every measure module's main
     record = json.loads(path.read_text())
     assert len(record["rows"]) == 2 and record["median"]["reuse_s"] > 0

@@ -101,8 +101,9 @@ def test_same_step_auto_reset_and_next_obs():
     np.testing.assert_array_equal(obs[1:][~done[:-1]], next_obs[:-1][~done[:-1]])
     # Where an episode ends, obs[t + 1] is the counter-based reset for (env, t + 1).
     seed, _, _ = _keys(KEY)
+    reset_at = jax.jit(env.reset_at)
     for t, i in zip(*np.nonzero(done[:-1]), strict=True):
-        _, reset_obs = env.reset_at(seed, jnp.uint32(i), jnp.uint32(t + 1), params)
+        _, reset_obs = reset_at(seed, jnp.uint32(i), jnp.uint32(t + 1), params)
         np.testing.assert_allclose(obs[t + 1, i], reset_obs, rtol=1e-6, atol=1e-7)
         assert not np.array_equal(obs[t + 1, i], next_obs[t, i])
     # On terminated steps next_obs is the terminal observation: outside the allowed region.
@@ -135,10 +136,11 @@ def test_chained_rollouts_continue_the_same_episodes():
 
 
 def test_same_key_same_output_other_key_other_output():
+    # Sizes of test_random_policy_covers_the_action_space's Acrobot run: one program for both.
     env = jaxsim.make("Acrobot-v1")
-    a = jaxsim.rollout(env, "random", 20, num_envs=5, key=KEY)
-    b = jaxsim.rollout(env, "random", 20, num_envs=5, key=KEY)
-    c = jaxsim.rollout(env, "random", 20, num_envs=5, key=jax.random.key(43))
+    a = jaxsim.rollout(env, "random", 50, num_envs=20, key=KEY)
+    b = jaxsim.rollout(env, "random", 50, num_envs=20, key=KEY)
+    c = jaxsim.rollout(env, "random", 50, num_envs=20, key=jax.random.key(43))
     jax.tree.map(np.testing.assert_array_equal, a, b)
     assert not np.array_equal(a.action, c.action)
 
@@ -211,11 +213,12 @@ def test_rollout_runs_inside_jit():
 
 def test_a_batched_env_state_is_accepted_as_state():
     env = jaxsim.make("CartPole-v1")
-    state, _ = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(KEY, 6), env.default_params)
+    reset = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))  # jitted: one compile, not one per op
+    state, _ = reset(jax.random.split(KEY, 6), env.default_params)
     out = jaxsim.rollout(env, "random", 5, key=KEY, state=state)
     assert out.obs.shape == (5, 6, 4)
     np.testing.assert_allclose(
-        out.obs[0], jax.vmap(env.observe, (0, None))(state, env.default_params)
+        out.obs[0], jax.jit(jax.vmap(env.observe, (0, None)))(state, env.default_params)
     )
 
 

@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 
 import jax
+import numpy as np
 import pytest
 
 import jaxsim
@@ -16,6 +17,7 @@ from jaxsim.fused import auto_backend, compile_record
 from jaxsim.fused.config import auto_reason
 
 REPO = Path(__file__).resolve().parents[3]
+KEY = jax.random.key(0)
 
 
 @pytest.fixture
@@ -25,7 +27,11 @@ def on_gpu(monkeypatch):
 
 
 def mlp(env, hidden):
-    return jaxsim.init_mlp_policy(jax.random.key(0), env, hidden=hidden)
+    """`init_mlp_policy`'s network with zero weights: routing reads its widths, never a weight,
+    and its shapes come from `jax.eval_shape`, so nothing is compiled to make it (eagerly, its
+    orthogonal initialisation compiled ~20 programs per network)."""
+    shapes = jax.eval_shape(lambda key: jaxsim.init_mlp_policy(key, env, hidden=hidden), KEY)
+    return jax.tree.map(lambda x: jax.device_put(np.zeros(x.shape, x.dtype)), shapes)
 
 
 @pytest.mark.parametrize(

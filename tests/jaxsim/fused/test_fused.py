@@ -63,6 +63,21 @@ def make_policy(kind, env, num_envs=NUM_ENVS, n=N, hidden=(12, 16)):
     return OpenLoopPolicy(actions)
 
 
+_SCANS = {}
+
+
+def scan_of(env_id, kind):
+    """The scan backend's N-step rollout of `env_id` (ENVS' overrides) under `make_policy(kind)`:
+    (env, policy, trajectory), computed once per module run and shared by the tests that compare
+    against it (one compiled scan per environment and policy)."""
+    if (env_id, kind) not in _SCANS:
+        env = jaxsim.make(env_id, **ENVS[env_id])
+        policy = make_policy(kind, env)
+        traj = jaxsim.rollout(env, policy, N, num_envs=NUM_ENVS, key=KEY, backend="scan")
+        _SCANS[env_id, kind] = env, policy, traj
+    return _SCANS[env_id, kind]
+
+
 def assert_same_trajectory(scan, fused):
     """Integers and flags identical; floats within 1e-5 relative."""
     a, b = jax.tree.leaves_with_path(scan), jax.tree.leaves(fused)
@@ -93,9 +108,7 @@ class TestFused:
     @pytest.mark.parametrize("kind", POLICIES)
     @pytest.mark.parametrize("env_id", list(ENVS))
     def test_same_trajectory_as_scan(self, env_id, kind):
-        env = jaxsim.make(env_id, **ENVS[env_id])
-        policy = make_policy(kind, env)
-        scan = jaxsim.rollout(env, policy, N, num_envs=NUM_ENVS, key=KEY, backend="scan")
+        env, policy, scan = scan_of(env_id, kind)
         fused = self.rollout(env, policy)
         assert scan.done.any() and not scan.done.all()  # resets happened, mid-rollout
         if kind == "mlp":
@@ -115,9 +128,7 @@ class TestFused:
 
     @pytest.mark.parametrize("outputs", ["rewards", "stats", ("action", "extras", "episode_stats")])
     def test_both_backends_keep_only_the_selected_outputs(self, outputs):
-        env = jaxsim.make("CartPole-v1", **ENVS["CartPole-v1"])
-        policy = make_policy("mlp" if "extras" in outputs else "random", env)
-        full = jaxsim.rollout(env, policy, N, num_envs=NUM_ENVS, key=KEY, backend="scan")
+        env, policy, full = scan_of("CartPole-v1", "mlp" if "extras" in outputs else "random")
         scan = jaxsim.rollout(
             env, policy, N, num_envs=NUM_ENVS, key=KEY, backend="scan", outputs=outputs,
             checks=True,  # checks only what was kept
@@ -145,8 +156,7 @@ class TestFused:
                 np.testing.assert_allclose(stats.mean_length, expected.mean_length, rtol=1e-5)
 
     def test_continues_from_a_given_state_like_scan(self):
-        env = jaxsim.make("Pendulum-v1", **ENVS["Pendulum-v1"])
-        first = jaxsim.rollout(env, "random", 3, num_envs=NUM_ENVS, key=KEY, backend="scan")
+        env, _, first = scan_of("Pendulum-v1", "random")
         state = first.final_state
         key = jax.random.key(3)
         scan = jaxsim.rollout(env, "random", 6, key=key, state=state, backend="scan")
@@ -177,13 +187,10 @@ class TestFused:
         """mlp_first_layer "columns" (the first layers as sums of per-component products) and
         "chunks" (dots of a few components at a time): the scan's actions, rewards and
         observations; log-probs and values to rounding."""
-        env = jaxsim.make("Acrobot-v1", **ENVS["Acrobot-v1"])  # 6 components, padded to 8
-        policy = make_policy("mlp", env)
-        n, num_envs = 3, 8
-        scan = jaxsim.rollout(env, policy, n, num_envs=num_envs, key=KEY, backend="scan")
+        env, policy, scan = scan_of("Acrobot-v1", "mlp")  # 6 components, padded to 8
         config = self.config(mlp_first_layer=first_layer)
         fused = jaxsim.rollout(
-            env, policy, n, num_envs=num_envs, key=KEY, backend="fused", fused_config=config
+            env, policy, N, num_envs=NUM_ENVS, key=KEY, backend="fused", fused_config=config
         )
         assert_same_trajectory(scan, fused)
 
