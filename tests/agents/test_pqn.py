@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -20,8 +17,6 @@ import jaxsim
 from agents import checkpoint, presets, train
 from agents.config import AgentConfig, declared_specs
 from agents.pqn import PQN, PQNConfig, QPolicy, q_lambda_returns
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 # ----------------------------------------------------------------------------- lambda-returns
@@ -176,18 +171,16 @@ def test_every_minatar_game_has_a_preset_and_an_update_runs_on_its_bool_grid():
 
 
 # ------------------------------------------------------------------------------------ command
-def test_command_writes_eval_json(tmp_path):
+def test_command_writes_eval_json(tmp_path, capsys):
+    # In this process (train.main is what `python -m agents.train` runs; tests/test_guide.py
+    # runs that): a subprocess would pay JAX's import again.
     out = tmp_path / "run"
     flags = ["--total-steps", "1024", "--num-envs", "4", "--num-steps", "16",
              "--num-minibatches", "2", "--update-epochs", "1", "--hidden", "16",
              "--eval-envs", "4", "--log-every", "8", "--seeds", "2", "--no-plot",
              "--target-return", "none"]  # fmt: skip
-    command = [sys.executable, "-m", "agents.train", "pqn", "--env", "CartPole-v1", *flags]
-    proc = subprocess.run(
-        [*command, "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "[pqn CartPole-v1] update 16/16" in proc.stdout
+    train.main(["pqn", "--env", "CartPole-v1", *flags, "--out", str(out)])
+    assert "[pqn CartPole-v1] update 16/16" in capsys.readouterr().out
     evaluation = json.loads((out / "eval.json").read_text())
     assert evaluation["steps_per_seed"] == 1024
     assert len(evaluation["per_seed_mean_return"]) == 2

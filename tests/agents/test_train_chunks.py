@@ -70,6 +70,9 @@ CONFIG = PPOConfig(
 )
 
 
+SLOW_SOLVE = dataclasses.replace(CONFIG, learning_rate=1e-4, total_steps=8 * 8 * 60)
+
+
 @pytest.fixture(scope="module")
 def stopped():
     agent = PPO(CONFIG, SignBandit())
@@ -167,7 +170,9 @@ def test_a_solved_seed_is_frozen_where_it_reached_the_target(stopped):
 
 
 def test_seeds_one_at_a_time_skip_frozen_seeds_and_match_the_vmapped_run():
-    config = dataclasses.replace(CONFIG, learning_rate=1e-4)  # slow enough to solve apart
+    # Slow enough to solve apart; SLOW_SOLVE's vmapped programs (init, run(1), evaluate) are
+    # those of test_checkpoint_boundaries_change_nothing_in_the_result below, compiled once.
+    config = SLOW_SOLVE
     runner = jax.jit(jax.vmap(PPO(config, SignBandit()).init))(
         jax.random.split(jax.random.key(0), 3)
     )
@@ -378,9 +383,6 @@ def test_programs_of_an_env_that_asks_compile_without_ynnpack_fusions():
     assert fusions(compiler_options("run", SignBandit()))
     for program in ("init", "run", "evaluate"):
         assert not fusions(compiler_options(program, StateStepEnv)), program
-
-
-SLOW_SOLVE = dataclasses.replace(CONFIG, learning_rate=1e-4, total_steps=8 * 8 * 60)
 
 
 def test_checkpoint_boundaries_change_nothing_in_the_result():
