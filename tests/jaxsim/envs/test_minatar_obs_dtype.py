@@ -40,17 +40,23 @@ def test_reset_and_step_give_bool_grids_the_declared_space_contains(env_id):
     assert not _space_holds(env, ts.obs[..., :-1])
 
 
+# 40 steps of 12 environments, as test_minatar_si_seaquest.py's scan-vs-fused rollouts (their
+# param overrides are arrays, not part of the program): SpaceInvaders' and Seaquest's costly
+# rollout programs then compile once in a run, and load from its compilation cache the 2nd time.
+STEPS, NUM_ENVS = 40, 12
+
+
 @pytest.mark.parametrize("env_id", GAME_IDS)
 def test_scan_rollout_and_output_reuse_keep_bool(env_id):
     env = jaxsim.make(env_id)
-    kw = dict(num_envs=6, key=KEY)
-    fresh = jaxsim.rollout(env, "random", 12, **kw)
+    kw = dict(num_envs=NUM_ENVS, key=KEY)
+    fresh = jaxsim.rollout(env, "random", STEPS, **kw)
     for obs in (fresh.obs, fresh.next_obs, fresh.final_state.obs):
         assert obs.dtype == jnp.bool_
     assert _space_holds(env, fresh.obs[3, 2]) and _space_holds(env, fresh.next_obs[-1, 0])
     expected = jax.tree.map(np.asarray, fresh)
-    previous = jaxsim.rollout(env, "random", 12, num_envs=6, key=jax.random.key(9))
-    reused = jaxsim.rollout(env, "random", 12, out=previous, **kw)
+    previous = jaxsim.rollout(env, "random", STEPS, num_envs=NUM_ENVS, key=jax.random.key(9))
+    reused = jaxsim.rollout(env, "random", STEPS, out=previous, **kw)
     assert reused.obs.dtype == reused.next_obs.dtype == jnp.bool_
     for x, y in zip(jax.tree.leaves(expected), jax.tree.leaves(reused), strict=True):
         np.testing.assert_array_equal(np.asarray(y), x)
