@@ -3,6 +3,7 @@ replayed as step uniforms, its states transferred, both stepped in lockstep (tes
 
 from __future__ import annotations
 
+import functools
 import operator
 
 import jax
@@ -272,6 +273,14 @@ def _before(orig):
     return {"ramp": g.ramp_index, "aliens": int(g.alien_map.sum()), "dir": g.alien_dir}
 
 
+# The params are arguments, not constants: a run with the ramp and one without (the env differs,
+# so jit traces again) lower to the same program, which the run's compilation cache then loads.
+@functools.partial(jax.jit, static_argnums=0)
+def _lockstep_step(env, state, action, params, u):
+    state, reward, terminal = env.dynamics(state, action, params, u)
+    return state, reward, terminal, jax.vmap(env.observe, in_axes=(0, None))(state, params)
+
+
 def run_lockstep(game, num_envs, steps, seed, ramping=True):
     """Steps `num_envs` originals and one batch of jaxsim states side by side under random
     actions, each original's draws replayed into `env.dynamics` as step uniforms.
@@ -298,11 +307,6 @@ def run_lockstep(game, num_envs, steps, seed, ramping=True):
 
     batch = to_numpy(jax.tree.map(lambda *xs: np.stack(xs), *[start(o) for o in origs]))
 
-    @jax.jit
-    def step(state, action, u):
-        state, reward, terminal = env.dynamics(state, action, params, u)
-        return state, reward, terminal, jax.vmap(env.observe, in_axes=(0, None))(state, params)
-
     bad = dict(obs=0, reward=0, terminal=0, state=0)
     first, seen, episodes = {}, {}, 0
     for _ in range(steps):
@@ -321,7 +325,9 @@ def run_lockstep(game, num_envs, steps, seed, ramping=True):
             terminals.append(terminal)
             observations.append(orig.state())
         u = tuple(np.asarray(c, np.float32) for c in zip(*draws, strict=True))
-        batch, reward, terminal, obs = to_numpy(step(batch, jnp.asarray(actions, jnp.int32), u))
+        batch, reward, terminal, obs = to_numpy(
+            _lockstep_step(env, batch, jnp.asarray(actions, jnp.int32), params, u)
+        )
         for i, orig in enumerate(origs):
             checks = dict(
                 obs=obs[i].dtype == observations[i].dtype == np.bool_

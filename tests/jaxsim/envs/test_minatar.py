@@ -209,19 +209,26 @@ FUSED = {
 @pytest.mark.parametrize("env_id", list(FUSED))
 def test_scan_and_fused_give_the_same_trajectory_bit_for_bit(env_id):
     """The kernel in interpret mode draws the same step uniforms as the scan, and its packed
-    words unpack into the same [n, num_envs, 10, 10, C] observations."""
+    words unpack into the same [n, num_envs, 10, 10, C] observations: bool cells, as the scan's,
+    in the declared space (Breakout's next_obs too: test_minatar_obs_dtype.py's bool check)."""
     env = jaxsim.make(env_id, **FUSED[env_id])
     policy = "random"
     if "Breakout" in env_id:
         policy = jaxsim.init_mlp_policy(jax.random.key(1), env, hidden=(16, 16))
-    # One launch (one kernel to compile); every output but next_obs (obs's columns again).
+    # One launch (one kernel to compile); every output but next_obs (obs's columns again),
+    # which Breakout's kernel also writes.
     cfg = FusedConfig(block_envs=8, steps_per_launch=16, interpret=True)
     outputs = ("obs", "action", "reward", "terminated", "truncated", "episode_return")
+    if "Breakout" in env_id:
+        outputs += ("next_obs",)
     kw = dict(num_envs=12, key=KEY, outputs=outputs)
     scan = jaxsim.rollout(env, policy, 16, backend="scan", **kw)
     fused = jaxsim.rollout(env, policy, 16, backend="fused", fused_config=cfg, **kw)
     assert scan.obs.shape == (16, 12, *env.obs_shape)
     assert bool(scan.terminated.any()) and bool(scan.truncated.any() or "Freeway" in env_id)
+    for name in ("obs", "next_obs") if "Breakout" in env_id else ("obs",):
+        assert getattr(fused, name).dtype == getattr(scan, name).dtype == jnp.bool_
+    assert bool(env.observation_space(env.default_params).contains(fused.obs[0, 0]))
     for (path, x), y in zip(jax.tree.leaves_with_path(scan), jax.tree.leaves(fused), strict=True):
         np.testing.assert_array_equal(np.asarray(y), np.asarray(x), err_msg=str(path))
 
