@@ -290,8 +290,10 @@ def check_env(env, *, num_envs: int = 16, steps: int = 8) -> CheckReport:
     """
     from jaxsim import envs
     from jaxsim.core import Env
-    from jaxsim.rollout import rollout
+    from jaxsim.rollout import _check_positive_int, rollout
 
+    num_envs = _check_positive_int("num_envs", num_envs, "check_env")
+    steps = _check_positive_int("steps", steps, "check_env")  # named, before any work
     if isinstance(env, str):
         env = envs.make(env)
     if not isinstance(env, Env):

@@ -138,14 +138,14 @@ def _check_policy_carry(policy, state, num_envs: int) -> None:
 _MAX_COUNT = 2**31 - 1  # step counters and environment indices are int32
 
 
-def _check_positive_int(name: str, value) -> int:
+def _check_positive_int(name: str, value, owner: str = "rollout") -> int:
     if (
         isinstance(value, bool)
         or not isinstance(value, int | np.integer)
         or not 1 <= value <= _MAX_COUNT
     ):
         raise ValueError(
-            f"rollout: {name} must be an integer in [1, 2**31 - 1] (int32 counters), got {value!r}"
+            f"{owner}: {name} must be an integer in [1, 2**31 - 1] (int32 counters), got {value!r}"
         )
     return int(value)
 

@@ -175,6 +175,17 @@ def test_a_python_constant_reward_and_flag_run_on_both_backends():
     assert float(runs[0].reward.sum()) == 12 * 4
 
 
+@pytest.mark.parametrize("kw", [dict(steps=0), dict(steps=2.5), dict(num_envs=0)])
+def test_bad_check_sizes_are_named_before_any_work(kw, monkeypatch):
+    def no_work(env):
+        raise AssertionError("the sizes must be checked before the environment is")
+
+    monkeypatch.setattr(importlib.import_module("jaxsim.check_env"), "output_problems", no_work)
+    (name,) = kw
+    with pytest.raises(ValueError, match=rf"check_env: {name} must be an integer in \[1, "):
+        jaxsim.check_env("CartPole-v1", **kw)
+
+
 def test_every_shipped_native_env_passes_the_cheap_check():
     for env_id in jaxsim.envs.NATIVE_IDS:
         assert output_problems(jaxsim.make(env_id)) == [], env_id
