@@ -15,17 +15,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchmarks.harness.commands import portable_command
-from benchmarks.harness.paths import REPO_ROOT, RUNS_DIR
+from benchmarks.harness.paths import RUNS_DIR
+from benchmarks.harness.timing import time_process
 from benchmarks.report.plots import pyplot, save
 
 SCHEDULES = ("reproducible", "free")
@@ -43,13 +42,8 @@ def train_command(env: str, schedule: str, seed: int, budget: float, out: Path, 
 
 def run_one(cmd: list[str], out: Path) -> dict[str, Any]:
     """Runs `cmd`; its wall seconds, metrics rows, final evaluation and load average around it."""
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     load_before = os.getloadavg()
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    wall = time_process(cmd)["wall_s"]
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     evaluation = json.loads((out / "eval.json").read_text())
     keep = ("update", "step", "wall_time", "sps", "mean_return", "episodes")

@@ -17,7 +17,7 @@ from typing import Any
 
 import jax
 
-from benchmarks.harness.paths import REPO_ROOT
+from benchmarks.harness.paths import REPO_ROOT, child_env
 
 
 class CompileWatcher:
@@ -245,10 +245,9 @@ def time_process(cmd: list[str]) -> dict[str, Any]:
     """Runs `cmd` as a whole process from the repository (this checkout's packages first), as a
     user runs a command: its wall time, start to exit, and the 1-minute load average before and
     after (and its stdout). A failed process raises with the end of its stderr."""
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +34,7 @@ from jax.sharding import Mesh, NamedSharding
 import jaxsim
 from benchmarks.harness.arguments import int_list, split_list
 from benchmarks.harness.formatting import format_rate, format_table
-from benchmarks.harness.paths import REPO_ROOT
+from benchmarks.harness.paths import child_env
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import default_out, finish
 from benchmarks.harness.timing import time_fn
@@ -135,8 +134,7 @@ def child(args) -> dict:
 
 
 def _run_child(devices: int, argv: list[str], on_cpu: bool) -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")])
+    env = child_env()
     if on_cpu:
         flag = f"--xla_force_host_platform_device_count={devices}"
         env["XLA_FLAGS"] = " ".join([env.get("XLA_FLAGS", ""), flag]).strip()
