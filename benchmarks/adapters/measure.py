@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +52,7 @@ import jaxsim
 from benchmarks.adapters import loops as loops
 from benchmarks.harness.arguments import int_list, name_list
 from benchmarks.harness.formatting import format_rate
-from benchmarks.harness.optional import Skipped
+from benchmarks.harness.optional import Skipped, not_measured
 from benchmarks.harness.policies import discrete_policy, uniform_policy
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import default_out, finish
@@ -67,14 +66,6 @@ OVERHEAD_BOUND = 0.95  # jaxsim / the library's own loop, env-steps/s: at most 5
 PACKAGES = ("brax", "mujoco", "gymnax", "gymnasium")
 
 
-def _rate(timing, steps_per_call: int) -> dict[str, float]:
-    return {
-        "median": steps_per_call / timing.median_s,
-        "min": steps_per_call / timing.max_s,
-        "max": steps_per_call / timing.min_s,
-    }
-
-
 def _point(family, env_id, impl, num_envs, steps, timing, checks, note="") -> dict[str, Any]:
     if timing.compiles_during_timing:
         raise AssertionError(f"{impl}: {timing.compiles_during_timing} compile(s) while timing")
@@ -85,7 +76,7 @@ def _point(family, env_id, impl, num_envs, steps, timing, checks, note="") -> di
         "num_envs": num_envs,
         "steps": steps,
         "status": "ok",
-        "steps_per_s": _rate(timing, num_envs * steps),
+        "steps_per_s": timing.rates(num_envs * steps),
         "compile_s": timing.compile_s,
         "timing": timing.to_dict(),
         "checks": checks,
@@ -94,18 +85,8 @@ def _point(family, env_id, impl, num_envs, steps, timing, checks, note="") -> di
 
 
 def _failed(family, env_id, impl, num_envs, error: Exception) -> dict[str, Any]:
-    status = "skipped" if isinstance(error, Skipped) else "failed"
-    if status == "failed":
-        traceback.print_exception(error)
-    reason = f"{type(error).__name__}: {error}" if status == "failed" else str(error)
-    return {
-        "family": family,
-        "env_id": env_id,
-        "impl": impl,
-        "num_envs": num_envs,
-        "status": status,
-        "reason": reason,
-    }
+    point = {"family": family, "env_id": env_id, "impl": impl, "num_envs": num_envs}
+    return not_measured(point, error)
 
 
 def measure_pair(family, env_id, own, limit, num_envs, steps, args) -> list[dict[str, Any]]:

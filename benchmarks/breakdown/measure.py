@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +39,13 @@ from benchmarks.breakdown.cases import (
     ENV_ID,
     OFF_POLICY_PHASES,
     Case,
-    Skipped,
     agent_case,
     gym_case,
     ppo_case,
     rollout_case,
 )
 from benchmarks.harness.arguments import split_list, unknown_names
+from benchmarks.harness.optional import not_measured
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import append_jsonl, default_out, finish
 from jaxsim.profiler import COMPILE, DISPATCH, IDLE, PYTHON, UNSCOPED, plot_stacked
@@ -205,11 +204,8 @@ def main(argv=None) -> int:
         print(f"[breakdown] {name} ...", flush=True)
         try:
             record = measure(builders[name](), args)
-        except Skipped as e:
-            record = {"case": name, "status": "skipped", "reason": str(e)}
         except Exception as e:  # one broken case must not lose the others' results
-            traceback.print_exc()
-            record = {"case": name, "status": "failed", "error": f"{type(e).__name__}: {e}"}
+            record = not_measured({"case": name}, e, failed_key="error")
         results.append(record)
         append_jsonl(partial, finite_json(record))
 

@@ -103,6 +103,10 @@ class Timing:
     def max_s(self) -> float:
         return max(self.samples_s)
 
+    def rates(self, work: int) -> dict[str, float]:
+        """`work` (env-steps per call) per second: the median's, the slowest's and fastest's."""
+        return {"median": work / self.median_s, "min": work / self.max_s, "max": work / self.min_s}
+
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d.pop("last")

@@ -53,13 +53,12 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 from benchmarks.harness.arguments import name_list
 from benchmarks.harness.formatting import format_rate
-from benchmarks.harness.optional import Skipped
+from benchmarks.harness.optional import Skipped, not_measured
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import default_out, finish
 from benchmarks.harness.timing import time_fn, time_interleaved
@@ -93,11 +92,7 @@ def _point(game, impl, env_id, num_envs, steps, timing, checks) -> dict[str, Any
         "num_envs": num_envs,
         "steps": steps,
         "status": "ok",
-        "steps_per_s": {
-            "median": work / timing.median_s,
-            "min": work / timing.max_s,
-            "max": work / timing.min_s,
-        },
+        "steps_per_s": timing.rates(work),
         "compile_s": timing.compile_s,
         "timing": timing.to_dict(),
         "checks": checks,
@@ -105,17 +100,8 @@ def _point(game, impl, env_id, num_envs, steps, timing, checks) -> dict[str, Any
 
 
 def _failed(game, impl, env_id, num_envs, error: Exception) -> dict[str, Any]:
-    missing = isinstance(error, ImportError | Skipped)
-    if not missing:
-        traceback.print_exception(error)
-    return {
-        "game": game,
-        "env_id": env_id,
-        "impl": impl,
-        "num_envs": num_envs,
-        "status": "skipped" if missing else "failed",
-        "reason": str(error) if missing else f"{type(error).__name__}: {error}",
-    }
+    point = {"game": game, "env_id": env_id, "impl": impl, "num_envs": num_envs}
+    return not_measured(point, error, missing=(ImportError, Skipped))
 
 
 def jax_points(game: str, args) -> list[dict[str, Any]]:

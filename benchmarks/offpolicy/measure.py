@@ -32,7 +32,7 @@ from benchmarks.baselines.offpolicy_sb3 import gymnasium_loops
 from benchmarks.breakdown.cases import agent_case
 from benchmarks.breakdown.measure import CATEGORIES, COLORS, measure
 from benchmarks.harness.arguments import split_list, unknown_names
-from benchmarks.harness.optional import Skipped
+from benchmarks.harness.optional import not_measured
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import default_out, finish
 
@@ -114,11 +114,8 @@ def main(argv=None) -> int:
             print(f"[offpolicy] {label} ...", flush=True)
             try:
                 record = measure(agent_case(args, algorithm, env_id), args)
-            except Skipped as e:
-                record = {"case": label, "status": "skipped", "reason": str(e)}
             except Exception as e:  # one broken case must not lose the others' results
-                traceback.print_exc()
-                record = {"case": label, "status": "failed", "error": f"{type(e).__name__}: {e}"}
+                record = not_measured({"case": label}, e, failed_key="error")
             results.append({"algorithm": algorithm, "env": env_id, **record})
     comparison = compare(results)
     if args.gym_loops:

@@ -47,7 +47,7 @@ from atomicfiles import finite_json
 from benchmarks.baselines import torch_cartpole as baselines
 from benchmarks.harness.arguments import int_list, name_list
 from benchmarks.harness.formatting import format_rate
-from benchmarks.harness.optional import Skipped
+from benchmarks.harness.optional import Skipped, not_measured
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import append_jsonl, default_out, finish
 from benchmarks.rollout_throughput.baseline_runners import (
@@ -139,11 +139,8 @@ def measure(impl: str, num_envs: int, cfg: Config, env_id: str = ENV_ID) -> dict
     started = time.perf_counter()
     try:
         m = bench(env_id, num_envs, cfg)
-    except Skipped as e:
-        return {**record, "status": "skipped", "reason": str(e)}
     except Exception as e:
-        traceback.print_exc()
-        return {**record, "status": "failed", "reason": f"{type(e).__name__}: {e}"}
+        return not_measured(record, e)
     record["wall_s"] = round(time.perf_counter() - started, 2)  # setup, checks and timing
     t = m.timing
     rate = m.steps_per_call / np.asarray(t.samples_s)
