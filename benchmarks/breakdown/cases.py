@@ -17,6 +17,7 @@ import numpy as np
 
 import jaxsim
 from benchmarks.harness.optional import Skipped
+from benchmarks.harness.timing import continued_rollout
 from jaxsim.profiler import DEFAULT_PHASES
 
 ENV_ID = "CartPole-v1"
@@ -97,20 +98,9 @@ def rollout_case(args, backend: str) -> Case:
         reason = fused.unsupported_reason(env, policy)
         if reason is not None:
             raise Skipped(f"fused backend: {reason}")
-    carry = {"state": None}
-
-    def collect():
-        out = jaxsim.rollout(
-            env,
-            policy,
-            args.num_steps,
-            num_envs=args.num_envs,
-            key=key,
-            state=carry["state"],
-            backend=backend,
-        )
-        carry["state"] = out.final_state
-        return out
+    collect = continued_rollout(
+        env, policy, args.num_steps, num_envs=args.num_envs, key=key, backend=backend
+    )
 
     def check(out):
         reward = np.asarray(out.reward)

@@ -245,6 +245,22 @@ def chained(step_call: Callable, carry) -> Callable[[], Any]:
     return call
 
 
+def continued_rollout(env, policy, steps: int, **kwargs: Any) -> Callable[[], Any]:
+    """A call of no arguments: `jaxsim.rollout(env, policy, steps, **kwargs)` from where the
+    previous call stopped (its final state). The key stays: a new key per call would add an
+    eager dispatch that is not part of the rollout."""
+    import jaxsim
+
+    carry = {"state": None}
+
+    def call():
+        out = jaxsim.rollout(env, policy, steps, state=carry["state"], **kwargs)
+        carry["state"] = out.final_state
+        return out
+
+    return call
+
+
 def time_process(cmd: list[str]) -> dict[str, Any]:
     """Runs `cmd` as a whole process from the repository (this checkout's packages first), as a
     user runs a command: its wall time, start to exit, and the 1-minute load average before and
