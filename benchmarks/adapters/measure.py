@@ -50,7 +50,7 @@ import numpy as np
 
 import jaxsim
 from benchmarks.adapters import loops as loops
-from benchmarks.harness.arguments import int_list, name_list
+from benchmarks.harness.arguments import count, int_list, name_list
 from benchmarks.harness.formatting import format_rate
 from benchmarks.harness.optional import Skipped, not_measured
 from benchmarks.harness.policies import discrete_policy, uniform_policy
@@ -239,14 +239,14 @@ def parse_args(argv):
     p.add_argument("--num-envs", type=int_list, default=None, help="N of the JAX pairs")
     p.add_argument("--brax-env", default="ant")
     p.add_argument("--brax-backend", default=None, help="brax's physics backend (its default)")
-    p.add_argument("--episode-length", type=int, default=1000, help="brax's time limit, both")
+    p.add_argument("--episode-length", type=count, default=1000, help="brax's time limit, both")
     p.add_argument("--gymnax-env", default="Breakout-MinAtar")
-    p.add_argument("--brax-steps-per-call", type=int, default=None, help="env-steps per call")
-    p.add_argument("--gymnax-steps-per-call", type=int, default=None)
-    p.add_argument("--min-steps", type=int, default=None, help="steps per call, at least")
-    p.add_argument("--gymnasium-steps", type=int, default=None, help="env-steps per call")
+    p.add_argument("--brax-steps-per-call", type=count, default=None, help="env-steps per call")
+    p.add_argument("--gymnax-steps-per-call", type=count, default=None)
+    p.add_argument("--min-steps", type=count, default=None, help="steps per call, at least")
+    p.add_argument("--gymnasium-steps", type=count, default=None, help="env-steps per call")
     p.add_argument("--gymnasium-vector-envs", type=int_list, default=(16,))
-    p.add_argument("--repeats", type=int, default=None)
+    p.add_argument("--repeats", type=count, default=None)
     p.add_argument("--min-time", type=float, default=0.0, help="seconds per sample, at least")
     p.add_argument("--out", type=Path, default=None, help="JSON output path")
     args = p.parse_args(argv)
@@ -262,16 +262,6 @@ def parse_args(argv):
     for name, value in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
-    for name in (
-        "brax_steps_per_call",
-        "gymnax_steps_per_call",
-        "min_steps",
-        "gymnasium_steps",
-        "repeats",
-        "episode_length",
-    ):
-        if getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     return args
 
 

@@ -26,6 +26,14 @@ def int_list(text: str) -> tuple[int, ...]:
     return values
 
 
+def count(text: str) -> int:
+    """An argparse type: a count, one integer >= 1."""
+    values = int_list(text)
+    if len(values) != 1:
+        raise argparse.ArgumentTypeError(f"expected one integer >= 1, got {text!r}")
+    return values[0]
+
+
 def positive_seconds(text: str) -> float:
     """An argparse type: a finite number of seconds > 0 (argparse names the flag if not)."""
     try:

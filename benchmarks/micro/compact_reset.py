@@ -32,7 +32,7 @@ import jax
 import numpy as np
 
 import jaxsim
-from benchmarks.harness.arguments import int_list
+from benchmarks.harness.arguments import count, int_list
 from benchmarks.harness.formatting import format_rate, format_table
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import default_out, finish
@@ -142,14 +142,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--env", default="brax/ant", help="a jaxsim id, e.g. brax/ant, CartPole-v1")
     p.add_argument("--num-envs", type=int_list, default=(16, 256))
-    p.add_argument("--steps", type=int, default=64, help="steps per call")
-    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--steps", type=count, default=64, help="steps per call")
+    p.add_argument("--repeats", type=count, default=5)
     p.add_argument("--out", type=Path, default=None, help="JSON output path")
-    args = p.parse_args(argv)
-    for name in ("steps", "repeats"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name} must be >= 1, got {getattr(args, name)}")
-    return args
+    return p.parse_args(argv)
 
 
 def main(argv=None) -> int:

@@ -56,7 +56,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness.arguments import name_list
+from benchmarks.harness.arguments import count, name_list
 from benchmarks.harness.formatting import format_rate
 from benchmarks.harness.optional import Skipped, not_measured
 from benchmarks.harness.provenance import provenance
@@ -218,18 +218,18 @@ def parse_args(argv):
         "--games", type=name_list(tuple(loops.GAMES), "game"), default=tuple(loops.GAMES)
     )
     p.add_argument("--impls", type=_impls, default=CPU_IMPLS, help=f"of {IMPLS}, or none")
-    p.add_argument("--num-envs", type=int, default=4096, help="N of the JAX loops")
-    p.add_argument("--steps", type=int, default=None, help="steps per call of the JAX loops")
-    p.add_argument("--repeats", type=int, default=None)
+    p.add_argument("--num-envs", type=count, default=4096, help="N of the JAX loops")
+    p.add_argument("--steps", type=count, default=None, help="steps per call of the JAX loops")
+    p.add_argument("--repeats", type=count, default=None)
     p.add_argument(
         "--rewards-only",
         action="store_true",
         help="the JAX loops keep rewards and flags, not observations (where the time goes)",
     )
     p.add_argument("--min-time", type=float, default=0.0, help="seconds per sample, at least")
-    p.add_argument("--original-envs", type=int, default=None, help="the SyncVectorEnv's size")
-    p.add_argument("--original-steps", type=int, default=None, help="vector steps per call")
-    p.add_argument("--original-repeats", type=int, default=3)
+    p.add_argument("--original-envs", type=count, default=None, help="the SyncVectorEnv's size")
+    p.add_argument("--original-steps", type=count, default=None, help="vector steps per call")
+    p.add_argument("--original-repeats", type=count, default=3)
     p.add_argument("--out", type=Path, default=None, help="JSON output path")
     args = p.parse_args(argv)
     defaults = {
@@ -241,11 +241,6 @@ def parse_args(argv):
     for name, value in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
-    for name in ("num_envs", "steps", "repeats", "original_envs", "original_steps"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    if args.original_repeats < 1:
-        p.error(f"--original-repeats must be >= 1, got {args.original_repeats}")
     return args
 
 

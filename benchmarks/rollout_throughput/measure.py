@@ -45,7 +45,7 @@ import numpy as np
 
 from atomicfiles import finite_json
 from benchmarks.baselines import torch_cartpole as baselines
-from benchmarks.harness.arguments import int_list, name_list
+from benchmarks.harness.arguments import count, int_list, name_list
 from benchmarks.harness.formatting import format_rate
 from benchmarks.harness.optional import Skipped, not_measured
 from benchmarks.harness.provenance import provenance
@@ -212,7 +212,7 @@ def parse_args(argv=None) -> tuple[Config, Path]:
         default=None,
         help=f"comma-separated batch sizes (default {FULL_NUM_ENVS})",
     )
-    p.add_argument("--repeats", type=int, default=3, help="timed samples per measurement")
+    p.add_argument("--repeats", type=count, default=3, help="timed samples per measurement")
     p.add_argument(
         "--min-time",
         type=float,
@@ -245,8 +245,6 @@ def parse_args(argv=None) -> tuple[Config, Path]:
     )
     p.add_argument("--out", type=Path, default=None, help="JSON output path")
     args = p.parse_args(argv)
-    if args.repeats < 1:
-        p.error("--repeats must be >= 1")
     cfg = Config(
         num_envs=args.num_envs or (QUICK_NUM_ENVS if args.quick else FULL_NUM_ENVS),
         repeats=args.repeats,
