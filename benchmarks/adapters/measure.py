@@ -52,8 +52,8 @@ import jaxsim
 from benchmarks.adapters import loops as loops
 from benchmarks.harness.arguments import count, int_list, name_list
 from benchmarks.harness.formatting import format_rate
+from benchmarks.harness.gymnax_scan import discrete_policy, uniform_policy
 from benchmarks.harness.optional import Skipped, not_measured
-from benchmarks.harness.policies import discrete_policy, uniform_policy
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import default_out, finish
 from benchmarks.harness.timing import time_fn, time_interleaved

@@ -25,7 +25,7 @@ import numpy as np
 from benchmarks.harness.commands import portable_command
 from benchmarks.harness.paths import RUNS_DIR
 from benchmarks.harness.timing import time_process
-from benchmarks.report.plots import pyplot, save
+from benchmarks.report.markdown import pyplot, save
 
 SCHEDULES = ("reproducible", "free")
 
