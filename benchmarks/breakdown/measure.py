@@ -89,29 +89,22 @@ def measure(case: Case, args) -> dict[str, Any]:
             first.append(out)
         return out
 
-    report = jaxsim.profile(
+    profile = functools.partial(
+        jaxsim.profile,
         fn,
         phases=case.phases,
         iterations=args.iterations,
         repeats=args.repeats,
         min_time=args.min_time,
-        out_dir=args.trace_dir,
-        name=case.label,
-        png=args.trace_dir is not None,
     )
+    report = profile(out_dir=args.trace_dir, name=case.label, png=args.trace_dir is not None)
     # More rounds only measure how well the overhead correction holds (each profiles anew).
     keys = ("traced_s", "calibration_traced_s", "calibration_untraced_s", "validation_s")
     errors = [report.overhead["corrected_error"]]
     model_errors = [report.overhead["model_error"]]
     rounds = [{k: report.overhead[k] for k in keys}]
     for _ in range(args.rounds - 1):
-        again = jaxsim.profile(
-            fn,
-            phases=case.phases,
-            iterations=args.iterations,
-            repeats=args.repeats,
-            min_time=args.min_time,
-        )
+        again = profile()
         errors.append(again.overhead["corrected_error"])
         model_errors.append(again.overhead["model_error"])
         rounds.append({k: again.overhead[k] for k in keys})
