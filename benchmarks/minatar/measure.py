@@ -207,17 +207,18 @@ def ratios(points) -> list[dict[str, Any]]:
     return targets
 
 
-def _impls(text: str) -> tuple[str, ...]:
-    return () if text.strip() == "none" else name_list(IMPLS, "loop")(text)
-
-
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--quick", action="store_true", help="fewer steps per call and repeats")
     p.add_argument(
         "--games", type=name_list(tuple(loops.GAMES), "game"), default=tuple(loops.GAMES)
     )
-    p.add_argument("--impls", type=_impls, default=CPU_IMPLS, help=f"of {IMPLS}, or none")
+    p.add_argument(
+        "--impls",
+        type=name_list(IMPLS, "loop", none=True),
+        default=CPU_IMPLS,
+        help=f"of {IMPLS}, or none",
+    )
     p.add_argument("--num-envs", type=count, default=4096, help="N of the JAX loops")
     p.add_argument("--steps", type=count, default=None, help="steps per call of the JAX loops")
     p.add_argument("--repeats", type=count, default=None)
