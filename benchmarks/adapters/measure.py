@@ -56,7 +56,7 @@ from benchmarks.harness.gymnax_scan import discrete_policy, uniform_policy
 from benchmarks.harness.optional import Skipped, not_measured
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import default_out, finish
-from benchmarks.harness.timing import time_fn, time_interleaved
+from benchmarks.harness.timing import time_fn, time_interleaved, timed_point
 from jaxsim.envs import size_cpu_pool
 
 FAMILIES = ("brax", "gymnax", "gymnasium")
@@ -67,21 +67,8 @@ PACKAGES = ("brax", "mujoco", "gymnax", "gymnasium")
 
 
 def _point(family, env_id, impl, num_envs, steps, timing, checks, note="") -> dict[str, Any]:
-    if timing.compiles_during_timing:
-        raise AssertionError(f"{impl}: {timing.compiles_during_timing} compile(s) while timing")
-    return {
-        "family": family,
-        "env_id": env_id,
-        "impl": impl,
-        "num_envs": num_envs,
-        "steps": steps,
-        "status": "ok",
-        "steps_per_s": timing.rates(num_envs * steps),
-        "compile_s": timing.compile_s,
-        "timing": timing.to_dict(),
-        "checks": checks,
-        "note": note,
-    }
+    fields = dict(family=family, env_id=env_id, impl=impl, num_envs=num_envs, steps=steps)
+    return {**timed_point(impl, timing, checks, **fields), "note": note}
 
 
 def _failed(family, env_id, impl, num_envs, error: Exception) -> dict[str, Any]:

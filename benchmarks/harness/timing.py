@@ -103,15 +103,33 @@ class Timing:
     def max_s(self) -> float:
         return max(self.samples_s)
 
-    def rates(self, work: int) -> dict[str, float]:
-        """`work` (env-steps per call) per second: the median's, the slowest's and fastest's."""
-        return {"median": work / self.median_s, "min": work / self.max_s, "max": work / self.min_s}
-
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d.pop("last")
         d.update(median_s=self.median_s, min_s=self.min_s, max_s=self.max_s)
         return d
+
+
+def timed_point(name: str, timing: Timing, checks, **fields: Any) -> dict[str, Any]:
+    """The point of a case timed and checked: `fields` (with "num_envs" and "steps", a call's
+    env-steps), status "ok", env-steps/s, compile seconds, the timing and the `checks`. Raises
+    AssertionError naming the case if anything compiled while it was timed."""
+    if timing.compiles_during_timing:
+        raise AssertionError(f"{name}: {timing.compiles_during_timing} compile(s) while timing")
+    work = fields["num_envs"] * fields["steps"]
+    return {
+        **fields,
+        "status": "ok",
+        # env-steps/s of the median call, the slowest and the fastest
+        "steps_per_s": {
+            "median": work / timing.median_s,
+            "min": work / timing.max_s,
+            "max": work / timing.min_s,
+        },
+        "compile_s": timing.compile_s,
+        "timing": timing.to_dict(),
+        "checks": checks,
+    }
 
 
 def _first_call(fn: Callable[[], Any]) -> tuple[Any, float, float, float | None]:

@@ -61,7 +61,7 @@ from benchmarks.harness.formatting import format_rate
 from benchmarks.harness.optional import Skipped, not_measured
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import default_out, finish
-from benchmarks.harness.timing import time_fn, time_interleaved
+from benchmarks.harness.timing import time_fn, time_interleaved, timed_point
 from benchmarks.minatar import loops
 
 IMPLS = ("reuse", "dynamics", "gymnax", "adapter", "original", "fused")
@@ -82,21 +82,8 @@ PACKAGES = ("gymnax", "gymnasium", "minatar")
 
 
 def _point(game, impl, env_id, num_envs, steps, timing, checks) -> dict[str, Any]:
-    if timing.compiles_during_timing:
-        raise AssertionError(f"{game} {impl}: {timing.compiles_during_timing} compile(s) timed")
-    work = num_envs * steps
-    return {
-        "game": game,
-        "env_id": env_id,
-        "impl": impl,
-        "num_envs": num_envs,
-        "steps": steps,
-        "status": "ok",
-        "steps_per_s": timing.rates(work),
-        "compile_s": timing.compile_s,
-        "timing": timing.to_dict(),
-        "checks": checks,
-    }
+    fields = dict(game=game, env_id=env_id, impl=impl, num_envs=num_envs, steps=steps)
+    return timed_point(f"{game} {impl}", timing, checks, **fields)
 
 
 def _failed(game, impl, env_id, num_envs, error: Exception) -> dict[str, Any]:
