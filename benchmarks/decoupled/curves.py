@@ -24,20 +24,18 @@ import numpy as np
 
 from benchmarks.harness.commands import portable_command
 from benchmarks.harness.paths import RUNS_DIR
-from benchmarks.harness.timing import time_process
+from benchmarks.harness.timing import time_process, train_command
 from benchmarks.report.markdown import pyplot, save
 
 SCHEDULES = ("reproducible", "free")
 
 
-def train_command(env: str, schedule: str, seed: int, budget: float, out: Path, cache: str,
+def curve_command(env: str, schedule: str, seed: int, budget: float, out: Path, cache: str,
                   extra: list[str]) -> list[str]:  # fmt: skip
-    """The train command of one run: as a user types it, with its budget and output folder."""
-    return [
-        sys.executable, "-m", "agents.train", "ppo", "--env", env, "--schedule", schedule,
-        "--seed", str(seed), "--time-budget", str(budget), "--target-return", "none",
-        "--no-plot", "--quiet", "--out", str(out), "--compilation-cache", cache, *extra,
-    ]  # fmt: skip
+    """The train command of one run (`timing.train_command`), with its schedule, seed and
+    wall-clock budget, training on past any return."""
+    flags = ["--schedule", schedule, "--seed", seed, "--time-budget", budget]
+    return train_command("ppo", env, out, cache, *flags, "--target-return", "none", *extra)
 
 
 def run_one(cmd: list[str], out: Path) -> dict[str, Any]:
@@ -132,11 +130,11 @@ def main(argv: list[str] | None = None) -> int:
         cache = str(Path(tmp) / "xla")
         for schedule in SCHEDULES:  # compile each schedule's programs into the cache
             out = Path(tmp) / f"warm_{schedule}"
-            run_one(train_command(args.env, schedule, 0, 5, out, cache, extra), out)
+            run_one(curve_command(args.env, schedule, 0, 5, out, cache, extra), out)
         for seed in range(args.seeds):
             for schedule in SCHEDULES:
                 out = Path(tmp) / f"{schedule}_{seed}"
-                cmd = train_command(args.env, schedule, seed, args.budget, out, cache, extra)
+                cmd = curve_command(args.env, schedule, seed, args.budget, out, cache, extra)
                 run = run_one(cmd, out)
                 record["runs"][schedule].append(run)
                 print(
