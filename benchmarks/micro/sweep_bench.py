@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.harness.arguments import count
 from benchmarks.harness.paths import RUNS_DIR
 from benchmarks.harness.timing import time_process, train_command
 
@@ -313,22 +314,20 @@ def main(argv: list[str] | None = None) -> int:
         help="instead: the same sweep at rejax's published CartPole PPO settings, jaxsim's train "
         "command beside rejax's jit(vmap) sweep (peer venv: benchmarks/peers/setup_envs.sh rejax)",
     )
-    parser.add_argument("--total-steps", type=int, default=51_200, help="env steps per seed")
-    parser.add_argument("--seeds", type=int, default=4)
+    parser.add_argument("--total-steps", type=count, default=51_200, help="env steps per seed")
+    parser.add_argument("--seeds", type=count, default=4)
     parser.add_argument(
         "--separate-configs",
-        type=int,
+        type=count,
         default=6,
         help="configurations whose separate runs are measured (all seeds); fewer than 6: the "
         "24-run total is extrapolated from them (recorded as such)",
     )
-    parser.add_argument("--repeats", type=int, default=3, help="runs of each in-process program")
+    parser.add_argument("--repeats", type=count, default=3, help="runs of each in-process program")
     parser.add_argument("--keep", action="store_true", help="keep the runs' folders")
     args = parser.parse_args(argv)
-    for name in ("total_steps", "seeds", "separate_configs", "repeats"):
-        value = getattr(args, name)
-        if value < 1 or (name == "separate_configs" and value > len(_configs())):
-            parser.error(f"--{name.replace('_', '-')} must be in 1..{len(_configs())}, got {value}")
+    if args.separate_configs > len(_configs()):
+        parser.error(f"--separate-configs must be at most {len(_configs())}")
     if args.seeds < 2:
         parser.error("--seeds must be >= 2 (the agreement check needs a spread over seeds)")
     from atomicfiles import finite_json, write_json_atomic
