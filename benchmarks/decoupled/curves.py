@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.harness.arguments import count, positive_seconds
 from benchmarks.harness.commands import portable_command
 from benchmarks.harness.paths import RUNS_DIR
 from benchmarks.harness.timing import time_process, train_command
@@ -103,16 +104,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.decoupled.curves", description=__doc__)
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("--env", default="gymnasium/MinAtar/Breakout-v0")
-    p.add_argument("--seeds", type=int, default=2)
-    p.add_argument("--budget", type=float, default=180.0, help="wall seconds per run")
-    p.add_argument("--log-every", type=int, default=5, help="updates between curve points")
+    p.add_argument("--seeds", type=count, default=2)
+    p.add_argument("--budget", type=positive_seconds, default=180.0, help="wall seconds per run")
+    p.add_argument("--log-every", type=count, default=5, help="updates between curve points")
     # The preset's 1M steps ended a run inside a 180 s budget: the budget, not the steps, must
     # end both runs. The preset anneals the learning rate over total_steps, so over more here.
-    p.add_argument("--total-steps", type=int, default=5_000_000, help="far beyond the budget")
+    p.add_argument("--total-steps", type=count, default=5_000_000, help="far beyond the budget")
     p.add_argument("--out", type=Path, default=RUNS_DIR / "decoupled_curves", help="stem")
     args = p.parse_args(argv)
-    if args.seeds < 1 or args.budget <= 0 or args.log_every < 1 or args.total_steps < 1:
-        raise SystemExit("--seeds, --log-every and --total-steps must be >= 1, --budget > 0")
     extra = ["--log-every", str(args.log_every), "--total-steps", str(args.total_steps)]
     record: dict[str, Any] = {
         "benchmark": "decoupled_curves",
