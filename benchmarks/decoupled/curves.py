@@ -25,6 +25,7 @@ import numpy as np
 from benchmarks.harness.arguments import count, positive_seconds
 from benchmarks.harness.commands import portable_command
 from benchmarks.harness.paths import RUNS_DIR
+from benchmarks.harness.record import finish
 from benchmarks.harness.timing import time_process, train_command
 from benchmarks.report.markdown import pyplot, save
 
@@ -144,13 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     record["load_average_end"] = list(os.getloadavg())
     record["summary"] = {s: summarise(record["runs"][s]) for s in SCHEDULES}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    from atomicfiles import finite_json, write_json_atomic
-
-    write_json_atomic(args.out.with_suffix(".json"), finite_json(record))
     png = plot(record, args.out.with_suffix(".png"))
-    print(json.dumps(record["summary"], indent=1))
-    print(f"wrote {args.out.with_suffix('.json')} and {png}")
-    return 0
+    summary = json.dumps(record["summary"], indent=1)
+    return finish(record, args.out.with_suffix(".json"), summary, beside=png)
 
 
 if __name__ == "__main__":

@@ -243,9 +243,9 @@ def beside_rejax(out_dir: Path, seeds: int) -> int:
     """The 6 x `seeds` sweep as two whole processes in one run: jaxsim's train command and
     rejax's jit(vmap) sweep at the same settings, one after the other, then again in the other
     order; wall time start to exit, each side's final evaluations per configuration."""
-    from atomicfiles import finite_json, write_json_atomic
     from benchmarks.harness.commands import portable_command
     from benchmarks.harness.provenance import machine_tag, provenance
+    from benchmarks.harness.record import finish
     from benchmarks.peers.measure import peer_missing, peer_python
 
     if peer_missing("rejax"):
@@ -295,12 +295,11 @@ def beside_rejax(out_dir: Path, seeds: int) -> int:
         "rejax_over_jaxsim_wall_median": statistics.median(ratios),
         "loadavg_1_5_15min_end": [round(x, 2) for x in os.getloadavg()],
     }
-    path = out_dir / f"sweep_rejax_{machine_tag()}.json"
-    write_json_atomic(path, finite_json(record))
-    for r in rows:
-        print(f"jaxsim {r['jaxsim']['wall_s']:.1f} s, rejax {r['rejax']['wall_s']:.1f} s")
-    print(f"rejax / jaxsim wall: {', '.join(f'{x:.2f}' for x in ratios)}\nwrote {path}")
-    return 0
+    table = [
+        f"jaxsim {r['jaxsim']['wall_s']:.1f} s, rejax {r['rejax']['wall_s']:.1f} s" for r in rows
+    ]
+    table.append(f"rejax / jaxsim wall: {', '.join(f'{x:.2f}' for x in ratios)}")
+    return finish(record, out_dir / f"sweep_rejax_{machine_tag()}.json", "\n".join(table))
 
 
 def main(argv: list[str] | None = None) -> int:
