@@ -263,13 +263,13 @@ def chained(step_call: Callable, carry) -> Callable[[], Any]:
     return call
 
 
-def continued_rollout(env, policy, steps: int, **kwargs: Any) -> Callable[[], Any]:
+def continued_rollout(env, policy, steps: int, start=None, **kwargs: Any) -> Callable[[], Any]:
     """A call of no arguments: `jaxsim.rollout(env, policy, steps, **kwargs)` from where the
-    previous call stopped (its final state). The key stays: a new key per call would add an
-    eager dispatch that is not part of the rollout."""
+    previous call stopped (its final state; the first call from `start`, None: a reset). The
+    key stays: a new key per call would add an eager dispatch that is not part of the rollout."""
     import jaxsim
 
-    carry = {"state": None}
+    carry = {"state": start}
 
     def call():
         out = jaxsim.rollout(env, policy, steps, state=carry["state"], **kwargs)

@@ -36,7 +36,7 @@ from benchmarks.harness.arguments import count, int_list
 from benchmarks.harness.formatting import format_rate, format_table
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import default_out, finish
-from benchmarks.harness.timing import time_interleaved
+from benchmarks.harness.timing import continued_rollout, time_interleaved
 from jaxsim.envs import size_cpu_pool
 
 VARIANTS = {"whole": False, "compact": True}
@@ -52,19 +52,6 @@ def variants(env_id: str) -> dict[str, jaxsim.Env]:
         )
         for name, flag in VARIANTS.items()
     }
-
-
-def _call(env, num_envs: int, steps: int, state):
-    """One timed call: the same program for the check and every sample (one compile each)."""
-    return jaxsim.rollout(
-        env,
-        "random",
-        steps,
-        num_envs=num_envs,
-        key=jax.random.key(0),
-        outputs="rewards",
-        state=state,
-    )
 
 
 def check_same(outs: dict[str, Any]) -> dict[str, Any]:
@@ -103,23 +90,22 @@ def check_same(outs: dict[str, Any]) -> dict[str, Any]:
 
 def measure(env_id: str, num_envs: int, steps: int, repeats: int) -> dict[str, Any]:
     envs = variants(env_id)
-    # Every call continues from a state (one compile): the first from the initial batch.
-    start = {
-        name: jaxsim.initial_state(env, jax.random.key(0), num_envs) for name, env in envs.items()
+    # One call per variant, each continuing its last state (one compile): the first, from the
+    # initial batch, is checked, and the samples continue from it.
+    calls = {
+        name: continued_rollout(
+            env,
+            "random",
+            steps,
+            jaxsim.initial_state(env, jax.random.key(0), num_envs),
+            num_envs=num_envs,
+            key=jax.random.key(0),
+            outputs="rewards",
+        )
+        for name, env in envs.items()
     }
-    first = {name: _call(env, num_envs, steps, start[name]) for name, env in envs.items()}
-    check = check_same(first)
-    state = {name: out.final_state for name, out in first.items()}
-
-    def runner(name):
-        def call():
-            out = _call(envs[name], num_envs, steps, state[name])
-            state[name] = out.final_state
-            return out
-
-        return call
-
-    timings = time_interleaved({name: runner(name) for name in envs}, repeats=repeats)
+    check = check_same({name: call() for name, call in calls.items()})
+    timings = time_interleaved(calls, repeats=repeats)
     for name, timing in timings.items():
         if timing.compiles_during_timing:
             raise AssertionError(f"{name}: {timing.compiles_during_timing} compiles while timing")
