@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 from benchmarks.harness import registry
-from benchmarks.harness.arguments import positive_seconds, split_list, unknown_names
+from benchmarks.harness.arguments import name_list, positive_seconds
 from benchmarks.harness.commands import portable_command
 from benchmarks.harness.formatting import format_duration
 from benchmarks.harness.optional import install_hint
@@ -65,16 +65,10 @@ class UsageError(Exception):
 # ---------------------------------------------------------------------------------- validation
 def parse_names(text: str, valid, what: str) -> list[str]:
     """Comma-separated names (or 'all' / 'none'), each one of `valid`; else UsageError."""
-    text = text.strip()
-    if text == "all":
-        return list(valid)
-    if text in ("none", ""):
-        return []
-    names = split_list(text)
-    problem = unknown_names(names, list(valid), what)
-    if problem:
-        raise UsageError(f"{problem} (or 'all', 'none')")
-    return names
+    try:
+        return list(name_list(list(valid), what, none=True)(text))
+    except argparse.ArgumentTypeError as e:
+        raise UsageError(str(e)) from None
 
 
 def check_writable(out_dir: Path) -> Path:

@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -51,13 +50,13 @@ import numpy as np
 
 import jaxsim
 from benchmarks.adapters import loops as loops
-from benchmarks.harness.arguments import int_list, name_list
+from benchmarks.harness.arguments import count, int_list, name_list
 from benchmarks.harness.formatting import format_rate
-from benchmarks.harness.optional import Skipped
-from benchmarks.harness.policies import discrete_policy, uniform_policy
+from benchmarks.harness.gymnax_scan import discrete_policy, uniform_policy
+from benchmarks.harness.optional import Skipped, not_measured
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import default_out, finish
-from benchmarks.harness.timing import time_fn, time_interleaved
+from benchmarks.harness.timing import time_fn, time_interleaved, timed_point
 from jaxsim.envs import size_cpu_pool
 
 FAMILIES = ("brax", "gymnax", "gymnasium")
@@ -67,45 +66,14 @@ OVERHEAD_BOUND = 0.95  # jaxsim / the library's own loop, env-steps/s: at most 5
 PACKAGES = ("brax", "mujoco", "gymnax", "gymnasium")
 
 
-def _rate(timing, steps_per_call: int) -> dict[str, float]:
-    return {
-        "median": steps_per_call / timing.median_s,
-        "min": steps_per_call / timing.max_s,
-        "max": steps_per_call / timing.min_s,
-    }
-
-
 def _point(family, env_id, impl, num_envs, steps, timing, checks, note="") -> dict[str, Any]:
-    if timing.compiles_during_timing:
-        raise AssertionError(f"{impl}: {timing.compiles_during_timing} compile(s) while timing")
-    return {
-        "family": family,
-        "env_id": env_id,
-        "impl": impl,
-        "num_envs": num_envs,
-        "steps": steps,
-        "status": "ok",
-        "steps_per_s": _rate(timing, num_envs * steps),
-        "compile_s": timing.compile_s,
-        "timing": timing.to_dict(),
-        "checks": checks,
-        "note": note,
-    }
+    fields = dict(family=family, env_id=env_id, impl=impl, num_envs=num_envs, steps=steps)
+    return {**timed_point(impl, timing, checks, **fields), "note": note}
 
 
 def _failed(family, env_id, impl, num_envs, error: Exception) -> dict[str, Any]:
-    status = "skipped" if isinstance(error, Skipped) else "failed"
-    if status == "failed":
-        traceback.print_exception(error)
-    reason = f"{type(error).__name__}: {error}" if status == "failed" else str(error)
-    return {
-        "family": family,
-        "env_id": env_id,
-        "impl": impl,
-        "num_envs": num_envs,
-        "status": status,
-        "reason": reason,
-    }
+    point = {"family": family, "env_id": env_id, "impl": impl, "num_envs": num_envs}
+    return not_measured(point, error)
 
 
 def measure_pair(family, env_id, own, limit, num_envs, steps, args) -> list[dict[str, Any]]:
@@ -258,14 +226,14 @@ def parse_args(argv):
     p.add_argument("--num-envs", type=int_list, default=None, help="N of the JAX pairs")
     p.add_argument("--brax-env", default="ant")
     p.add_argument("--brax-backend", default=None, help="brax's physics backend (its default)")
-    p.add_argument("--episode-length", type=int, default=1000, help="brax's time limit, both")
+    p.add_argument("--episode-length", type=count, default=1000, help="brax's time limit, both")
     p.add_argument("--gymnax-env", default="Breakout-MinAtar")
-    p.add_argument("--brax-steps-per-call", type=int, default=None, help="env-steps per call")
-    p.add_argument("--gymnax-steps-per-call", type=int, default=None)
-    p.add_argument("--min-steps", type=int, default=None, help="steps per call, at least")
-    p.add_argument("--gymnasium-steps", type=int, default=None, help="env-steps per call")
+    p.add_argument("--brax-steps-per-call", type=count, default=None, help="env-steps per call")
+    p.add_argument("--gymnax-steps-per-call", type=count, default=None)
+    p.add_argument("--min-steps", type=count, default=None, help="steps per call, at least")
+    p.add_argument("--gymnasium-steps", type=count, default=None, help="env-steps per call")
     p.add_argument("--gymnasium-vector-envs", type=int_list, default=(16,))
-    p.add_argument("--repeats", type=int, default=None)
+    p.add_argument("--repeats", type=count, default=None)
     p.add_argument("--min-time", type=float, default=0.0, help="seconds per sample, at least")
     p.add_argument("--out", type=Path, default=None, help="JSON output path")
     args = p.parse_args(argv)
@@ -281,16 +249,6 @@ def parse_args(argv):
     for name, value in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
-    for name in (
-        "brax_steps_per_call",
-        "gymnax_steps_per_call",
-        "min_steps",
-        "gymnasium_steps",
-        "repeats",
-        "episode_length",
-    ):
-        if getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     return args
 
 

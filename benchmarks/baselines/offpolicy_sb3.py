@@ -21,8 +21,13 @@ import time
 from typing import Any
 
 from agents.loop import MIN_EPISODES
-from benchmarks.baselines.ppo_sb3 import SB3_CARTPOLE, eval_until_return, sb3_cartpole_ppo
-from benchmarks.harness.optional import install_hint
+from benchmarks.baselines.ppo_sb3 import (
+    SB3_CARTPOLE,
+    eval_until_return,
+    sb3_cartpole_ppo,
+    sb3_missing,
+    sb3_versions,
+)
 from benchmarks.harness.solved import CONFIRM_SEED_OFFSET, first_solved, rejected_in
 
 # rl-baselines3-zoo hyperparameters (github.com/DLR-RM/rl-baselines3-zoo), by (algorithm, env).
@@ -71,30 +76,6 @@ SIMULATION = (
     "gymnasium.make's wrappers, plus SB3's Monitor and DummyVecEnv bookkeeping) over the seconds "
     "of learn(), past a warm-up learn() that fills the replay buffer to learning_starts"
 )
-
-
-def sb3_missing() -> str | None:
-    """None if SB3, torch and Gymnasium import, else why not (with the install command)."""
-    try:
-        import gymnasium  # noqa: F401
-        import stable_baselines3  # noqa: F401
-        import torch  # noqa: F401
-    except ImportError as e:
-        return f"stable-baselines3, torch or gymnasium is not installed ({e}); " + install_hint(
-            "stable_baselines3"
-        )
-    return None
-
-
-def sb3_versions() -> str:
-    import gymnasium
-    import stable_baselines3
-    import torch
-
-    return (
-        f"stable-baselines3 {stable_baselines3.__version__}, torch {torch.__version__}, "
-        f"gymnasium {gymnasium.__version__}"
-    )
 
 
 def make_model(algorithm: str, env, seed: int):

@@ -39,6 +39,30 @@ SB3_CARTPOLE = dict(
 )
 
 
+def sb3_missing() -> str | None:
+    """None if SB3, torch and Gymnasium import, else why not (with the install command)."""
+    try:
+        import gymnasium  # noqa: F401
+        import stable_baselines3  # noqa: F401
+        import torch  # noqa: F401
+    except ImportError as e:
+        return f"stable-baselines3, torch or gymnasium is not installed ({e}); " + install_hint(
+            "stable_baselines3"
+        )
+    return None
+
+
+def sb3_versions() -> str:
+    import gymnasium
+    import stable_baselines3
+    import torch
+
+    return (
+        f"stable-baselines3 {stable_baselines3.__version__}, torch {torch.__version__}, "
+        f"gymnasium {gymnasium.__version__}"
+    )
+
+
 def sb3_cartpole_ppo(env, seed: int):
     """SB3 PPO ("MlpPolicy", on the CPU) with rl-zoo's CartPole-v1 settings, on a `VecEnv`."""
     from stable_baselines3 import PPO
@@ -199,12 +223,8 @@ def learn_sb3(
 
 def sb3_baseline(seeds: int, max_steps: int, eval_every: int, episodes: int, threads: int) -> dict:
     """`seeds` SB3 runs one after another (`threads` torch threads, 0: torch's default)."""
-    try:
-        import stable_baselines3
-        import torch
-    except ImportError as e:
-        hint = install_hint("stable_baselines3")
-        return {"skipped": f"stable-baselines3 or torch is not installed ({e}); {hint}"}
+    if missing := sb3_missing():
+        return {"skipped": missing}
     runs = [
         learn_sb3(s, TARGETS["CartPole-v1"], max_steps, eval_every, episodes, threads)
         for s in range(seeds)
@@ -215,7 +235,7 @@ def sb3_baseline(seeds: int, max_steps: int, eval_every: int, episodes: int, thr
     return {
         "torch_threads": runs[0]["torch_threads"],
         "median_train_wall_s_to_target": statistics.median(times) if times else None,
-        "library": f"stable-baselines3 {stable_baselines3.__version__}, torch {torch.__version__}",
+        "library": sb3_versions(),
         "env": "Gymnasium CartPole-v1",
         "hyperparameters": "rl-baselines3-zoo ppo.yml CartPole-v1",
         "settings": SB3_CARTPOLE,

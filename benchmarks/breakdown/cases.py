@@ -17,6 +17,7 @@ import numpy as np
 
 import jaxsim
 from benchmarks.harness.optional import Skipped
+from benchmarks.harness.timing import continued_rollout
 from jaxsim.profiler import DEFAULT_PHASES
 
 ENV_ID = "CartPole-v1"
@@ -49,6 +50,22 @@ def _config(args, backend: str):
     )
 
 
+def _fused_notes(backend: str, env, policy) -> list[str]:
+    """On the fused backend: Skipped where it cannot run `policy` on `env` (or does not exist in
+    this checkout); the note a CPU's figure needs. Nothing on the scan backend."""
+    if backend != "fused":
+        return []
+    if importlib.util.find_spec("jaxsim.fused") is None:
+        raise Skipped("jaxsim.fused does not exist in this checkout")
+    from jaxsim import fused
+
+    reason = fused.unsupported_reason(env, policy)
+    if reason is not None:
+        raise Skipped(f"fused backend: {reason}")
+    cpu = jax.default_backend() == "cpu"
+    return ["Pallas interpret mode on the CPU: not a GPU figure"] if cpu else []
+
+
 def _check_ppo(out) -> str | None:
     _, metrics = out
     loss = np.asarray(metrics.loss.total)
@@ -58,21 +75,11 @@ def _check_ppo(out) -> str | None:
 def ppo_case(args, backend: str) -> Case:
     from agents.ppo import PPO
 
-    if backend == "fused" and importlib.util.find_spec("jaxsim.fused") is None:
-        raise Skipped("jaxsim.fused does not exist in this checkout")
     env = jaxsim.make(args.env)
     agent = PPO(_config(args, backend), env)
     runner = jax.jit(agent.init)(jax.random.key(args.seed))
-    if backend == "fused":
-        from jaxsim import fused
-
-        reason = fused.unsupported_reason(env, agent.policy(runner))
-        if reason is not None:
-            raise Skipped(f"fused backend: {reason}")
+    notes = "; ".join(_fused_notes(backend, env, agent.policy(runner)))
     run = agent.jit_run(1, vmapped=False)
-    notes = ""
-    if backend == "fused" and jax.default_backend() == "cpu":
-        notes = "Pallas interpret mode on the CPU: not a GPU figure"
     return Case(
         label=f"ppo_{backend}",
         kind="on-policy",
@@ -86,46 +93,26 @@ def ppo_case(args, backend: str) -> Case:
 # ----------------------------------------------------------------------------- rollout only
 def rollout_case(args, backend: str) -> Case:
     """Experience collection alone: jaxsim.rollout under an MLP policy, one rollout a call."""
-    if backend == "fused" and importlib.util.find_spec("jaxsim.fused") is None:
-        raise Skipped("jaxsim.fused does not exist in this checkout")
     env = jaxsim.make(args.env)
     key = jax.random.key(args.seed)
     policy = jaxsim.init_mlp_policy(jax.random.fold_in(key, 1), env)
-    if backend == "fused":
-        from jaxsim import fused
-
-        reason = fused.unsupported_reason(env, policy)
-        if reason is not None:
-            raise Skipped(f"fused backend: {reason}")
-    carry = {"state": None}
-
-    def collect():
-        out = jaxsim.rollout(
-            env,
-            policy,
-            args.num_steps,
-            num_envs=args.num_envs,
-            key=key,
-            state=carry["state"],
-            backend=backend,
-        )
-        carry["state"] = out.final_state
-        return out
+    notes = ["no learning: simulation and policy inference only"]
+    notes += _fused_notes(backend, env, policy)
+    collect = continued_rollout(
+        env, policy, args.num_steps, num_envs=args.num_envs, key=key, backend=backend
+    )
 
     def check(out):
         reward = np.asarray(out.reward)
         return None if np.isfinite(reward).all() else "non-finite rewards"
 
-    notes = "no learning: simulation and policy inference only"
-    if backend == "fused" and jax.default_backend() == "cpu":
-        notes += "; Pallas interpret mode on the CPU: not a GPU figure"
     return Case(
         label=f"rollout_{backend}",
         kind="collection",
         fn=collect,
         steps_per_iteration=args.num_envs * args.num_steps,
         check=check,
-        notes=notes,
+        notes="; ".join(notes),
     )
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +39,13 @@ from benchmarks.breakdown.cases import (
     ENV_ID,
     OFF_POLICY_PHASES,
     Case,
-    Skipped,
     agent_case,
     gym_case,
     ppo_case,
     rollout_case,
 )
 from benchmarks.harness.arguments import split_list, unknown_names
+from benchmarks.harness.optional import not_measured
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import append_jsonl, default_out, finish
 from jaxsim.profiler import COMPILE, DISPATCH, IDLE, PYTHON, UNSCOPED, plot_stacked
@@ -90,29 +89,22 @@ def measure(case: Case, args) -> dict[str, Any]:
             first.append(out)
         return out
 
-    report = jaxsim.profile(
+    profile = functools.partial(
+        jaxsim.profile,
         fn,
         phases=case.phases,
         iterations=args.iterations,
         repeats=args.repeats,
         min_time=args.min_time,
-        out_dir=args.trace_dir,
-        name=case.label,
-        png=args.trace_dir is not None,
     )
+    report = profile(out_dir=args.trace_dir, name=case.label, png=args.trace_dir is not None)
     # More rounds only measure how well the overhead correction holds (each profiles anew).
     keys = ("traced_s", "calibration_traced_s", "calibration_untraced_s", "validation_s")
     errors = [report.overhead["corrected_error"]]
     model_errors = [report.overhead["model_error"]]
     rounds = [{k: report.overhead[k] for k in keys}]
     for _ in range(args.rounds - 1):
-        again = jaxsim.profile(
-            fn,
-            phases=case.phases,
-            iterations=args.iterations,
-            repeats=args.repeats,
-            min_time=args.min_time,
-        )
+        again = profile()
         errors.append(again.overhead["corrected_error"])
         model_errors.append(again.overhead["model_error"])
         rounds.append({k: again.overhead[k] for k in keys})
@@ -205,11 +197,8 @@ def main(argv=None) -> int:
         print(f"[breakdown] {name} ...", flush=True)
         try:
             record = measure(builders[name](), args)
-        except Skipped as e:
-            record = {"case": name, "status": "skipped", "reason": str(e)}
         except Exception as e:  # one broken case must not lose the others' results
-            traceback.print_exc()
-            record = {"case": name, "status": "failed", "error": f"{type(e).__name__}: {e}"}
+            record = not_measured({"case": name}, e, failed_key="error")
         results.append(record)
         append_jsonl(partial, finite_json(record))
 

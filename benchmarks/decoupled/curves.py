@@ -15,41 +15,35 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchmarks.harness.arguments import count, positive_seconds
 from benchmarks.harness.commands import portable_command
-from benchmarks.harness.paths import REPO_ROOT, RUNS_DIR
-from benchmarks.report.plots import pyplot, save
+from benchmarks.harness.paths import RUNS_DIR
+from benchmarks.harness.record import finish
+from benchmarks.harness.timing import time_process, train_command
+from benchmarks.report.markdown import pyplot, save
 
 SCHEDULES = ("reproducible", "free")
 
 
-def train_command(env: str, schedule: str, seed: int, budget: float, out: Path, cache: str,
+def curve_command(env: str, schedule: str, seed: int, budget: float, out: Path, cache: str,
                   extra: list[str]) -> list[str]:  # fmt: skip
-    """The train command of one run: as a user types it, with its budget and output folder."""
-    return [
-        sys.executable, "-m", "agents.train", "ppo", "--env", env, "--schedule", schedule,
-        "--seed", str(seed), "--time-budget", str(budget), "--target-return", "none",
-        "--no-plot", "--quiet", "--out", str(out), "--compilation-cache", cache, *extra,
-    ]  # fmt: skip
+    """The train command of one run (`timing.train_command`), with its schedule, seed and
+    wall-clock budget, training on past any return."""
+    flags = ["--schedule", schedule, "--seed", seed, "--time-budget", budget]
+    return train_command("ppo", env, out, cache, *flags, "--target-return", "none", *extra)
 
 
 def run_one(cmd: list[str], out: Path) -> dict[str, Any]:
     """Runs `cmd`; its wall seconds, metrics rows, final evaluation and load average around it."""
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     load_before = os.getloadavg()
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    wall = time_process(cmd)["wall_s"]
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     evaluation = json.loads((out / "eval.json").read_text())
     keep = ("update", "step", "wall_time", "sps", "mean_return", "episodes")
@@ -111,16 +105,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.decoupled.curves", description=__doc__)
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("--env", default="gymnasium/MinAtar/Breakout-v0")
-    p.add_argument("--seeds", type=int, default=2)
-    p.add_argument("--budget", type=float, default=180.0, help="wall seconds per run")
-    p.add_argument("--log-every", type=int, default=5, help="updates between curve points")
+    p.add_argument("--seeds", type=count, default=2)
+    p.add_argument("--budget", type=positive_seconds, default=180.0, help="wall seconds per run")
+    p.add_argument("--log-every", type=count, default=5, help="updates between curve points")
     # The preset's 1M steps ended a run inside a 180 s budget: the budget, not the steps, must
     # end both runs. The preset anneals the learning rate over total_steps, so over more here.
-    p.add_argument("--total-steps", type=int, default=5_000_000, help="far beyond the budget")
+    p.add_argument("--total-steps", type=count, default=5_000_000, help="far beyond the budget")
     p.add_argument("--out", type=Path, default=RUNS_DIR / "decoupled_curves", help="stem")
     args = p.parse_args(argv)
-    if args.seeds < 1 or args.budget <= 0 or args.log_every < 1 or args.total_steps < 1:
-        raise SystemExit("--seeds, --log-every and --total-steps must be >= 1, --budget > 0")
     extra = ["--log-every", str(args.log_every), "--total-steps", str(args.total_steps)]
     record: dict[str, Any] = {
         "benchmark": "decoupled_curves",
@@ -138,11 +130,11 @@ def main(argv: list[str] | None = None) -> int:
         cache = str(Path(tmp) / "xla")
         for schedule in SCHEDULES:  # compile each schedule's programs into the cache
             out = Path(tmp) / f"warm_{schedule}"
-            run_one(train_command(args.env, schedule, 0, 5, out, cache, extra), out)
+            run_one(curve_command(args.env, schedule, 0, 5, out, cache, extra), out)
         for seed in range(args.seeds):
             for schedule in SCHEDULES:
                 out = Path(tmp) / f"{schedule}_{seed}"
-                cmd = train_command(args.env, schedule, seed, args.budget, out, cache, extra)
+                cmd = curve_command(args.env, schedule, seed, args.budget, out, cache, extra)
                 run = run_one(cmd, out)
                 record["runs"][schedule].append(run)
                 print(
@@ -153,13 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     record["load_average_end"] = list(os.getloadavg())
     record["summary"] = {s: summarise(record["runs"][s]) for s in SCHEDULES}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    from atomicfiles import finite_json, write_json_atomic
-
-    write_json_atomic(args.out.with_suffix(".json"), finite_json(record))
     png = plot(record, args.out.with_suffix(".png"))
-    print(json.dumps(record["summary"], indent=1))
-    print(f"wrote {args.out.with_suffix('.json')} and {png}")
-    return 0
+    summary = json.dumps(record["summary"], indent=1)
+    return finish(record, args.out.with_suffix(".json"), summary, beside=png)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.baselines.ppo_sb3 import sb3_process
+from benchmarks.harness.arguments import name_list
 from benchmarks.harness.formatting import format_seconds, format_table, format_verdict
 from benchmarks.harness.record import default_out, finish
 from benchmarks.harness.solved import RULE
@@ -145,7 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sb3-threads", type=int, default=1, help="torch threads (0: its default)")
     p.add_argument(
         "--arrangements",
-        default=",".join(ARRANGEMENTS),
+        type=name_list(tuple(ARRANGEMENTS), "arrangement(s)"),
+        default=tuple(ARRANGEMENTS),
         help=f"of {', '.join(ARRANGEMENTS)}: the train command's schedule and actors",
     )
     p.add_argument("--quick", action="store_true", help="1 seed a side")
@@ -164,10 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             import stable_baselines3  # noqa: F401
         except ImportError as e:
             raise SystemExit(f"benchmarks.decoupled: {e}; or run with --no-sb3") from None
-    arrangements = [a.strip() for a in args.arrangements.split(",") if a.strip()]
-    unknown = [a for a in arrangements if a not in ARRANGEMENTS]
-    if unknown or not arrangements:
-        raise SystemExit(f"benchmarks.decoupled: --arrangements {unknown} not among {ARRANGEMENTS}")
+    arrangements = args.arrangements
     from benchmarks.harness.provenance import provenance  # imports jax
 
     out = args.out or default_out("decoupled", args.quick)

@@ -65,7 +65,7 @@ import numpy as np
 
 from benchmarks.harness.arguments import int_list, name_list
 from benchmarks.harness.formatting import format_rate, format_table
-from benchmarks.harness.paths import REPO_ROOT
+from benchmarks.harness.paths import REPO_ROOT, child_env
 
 # game -> front -> the batch sizes measured
 MINATAR = {"make": (1,), "make_vec": (1, 8), "same_step": (1, 8), "sb3": (1, 8)}
@@ -355,8 +355,6 @@ def run_child(dispatch: str, args) -> dict[str, Any]:
 
 
 def _spawn(dispatch: str, args) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / f"{dispatch}.json"
         command = [
@@ -366,7 +364,7 @@ def _spawn(dispatch: str, args) -> dict[str, Any]:
             "--repeats", str(args.repeats),
             *(["--num-envs", ",".join(map(str, args.num_envs))] if args.num_envs else []),
         ]  # fmt: skip
-        subprocess.run(command, cwd=REPO_ROOT, env=env, check=True)
+        subprocess.run(command, cwd=REPO_ROOT, env=child_env(), check=True)
         result = json.loads(out.read_text())
     if result["async_dispatch"] != (dispatch == "default"):
         raise AssertionError(

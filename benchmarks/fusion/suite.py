@@ -10,8 +10,7 @@ from typing import Any
 from benchmarks.harness.formatting import format_rate, format_ratio, format_seconds, format_table
 from benchmarks.harness.suite import Plan, Suite
 from benchmarks.report import schema as s
-from benchmarks.report.markdown import image, provenance_block
-from benchmarks.report.plots import pyplot, save
+from benchmarks.report.markdown import image, provenance_block, pyplot, save
 from benchmarks.report.records import Record
 
 

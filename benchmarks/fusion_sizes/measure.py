@@ -39,7 +39,7 @@ import jax
 import jaxsim
 from benchmarks.fusion import measure as fusion
 from benchmarks.fusion.traffic import H200_BANDWIDTH, env_bytes, kernel_bytes_per_step, step_bytes
-from benchmarks.fusion_sizes.suite import PUBLISHED, minatar_table, plot_sizes, sizes_table
+from benchmarks.fusion_sizes.suite import PUBLISHED, plot_sizes
 from benchmarks.harness.arguments import int_list, name_list
 from benchmarks.harness.formatting import format_rate
 from benchmarks.harness.provenance import provenance
@@ -233,8 +233,8 @@ def main(argv=None) -> int:
     failed = [r["num_particles"] for r in rows if not r["check"].get("pass")]
     failed += [r["num_particles"] for r in rows for p in r["points"] if p["status"] == "failed"]
     failed = [f"N={n}" for n in sorted(set(failed))]
-    table = sizes_table(rows) + ("\n\n" + minatar_table(minatar) if minatar else "")
-    return finish(result, args.out, table, failed, partial, png)
+    # Its tables: the suite's section, as RESULTS.md shows them.
+    return finish(result, args.out, None, failed, partial, png)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,7 @@ from typing import Any
 from benchmarks.harness.formatting import format_table
 from benchmarks.harness.suite import Plan, Suite
 from benchmarks.report import schema as s
-from benchmarks.report.markdown import image, provenance_block
-from benchmarks.report.plots import pyplot, save
+from benchmarks.report.markdown import image, provenance_block, pyplot, save
 from benchmarks.report.records import Record
 
 PUBLISHED = {"cartpole": 11.3, "largest": 1024.0}  # arXiv 2207.07736, fused vs unfused steps

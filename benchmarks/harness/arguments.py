@@ -26,6 +26,14 @@ def int_list(text: str) -> tuple[int, ...]:
     return values
 
 
+def count(text: str) -> int:
+    """An argparse type: a count, one integer >= 1."""
+    values = int_list(text)
+    if len(values) != 1:
+        raise argparse.ArgumentTypeError(f"expected one integer >= 1, got {text!r}")
+    return values[0]
+
+
 def positive_seconds(text: str) -> float:
     """An argparse type: a finite number of seconds > 0 (argparse names the flag if not)."""
     try:
@@ -46,18 +54,22 @@ def unknown_names(names: Sequence[str], valid: Sequence[str], what: str) -> str 
 
 
 def name_list(
-    valid: Sequence[str], what: str, all_means_every: bool = True
+    valid: Sequence[str], what: str, all_means_every: bool = True, none: bool = False
 ) -> Callable[[str], tuple[str, ...]]:
     """An argparse type: comma-separated names, each one of `valid`; with `all_means_every`,
-    'all' stands for every one of them."""
+    'all' stands for every one of them; with `none`, 'none' (or nothing) for none."""
+    words = [w for w, on in (("'all'", all_means_every), ("'none'", none)) if on]
 
     def parse(text: str) -> tuple[str, ...]:
         if all_means_every and text.strip() == "all":
             return tuple(valid)
+        if none and text.strip() in ("none", ""):
+            return ()
         names = split_list(text)
         problem = unknown_names(names, valid, what) if names else f"no {what} given"
         if problem:
-            raise argparse.ArgumentTypeError(problem + (" (or 'all')" if all_means_every else ""))
+            or_words = f" (or {', '.join(words)})" if words else ""
+            raise argparse.ArgumentTypeError(problem + or_words)
         return tuple(names)
 
     return parse

@@ -1,5 +1,7 @@
 """gymnax's own loop, as its users write it: jit(scan(vmap(env.step))) with a key per
-environment per step. gymnax's `step` computes a reset inside every step and selects."""
+environment per step (gymnax's `step` computes a reset inside every step and selects); and the
+random policies the JAX loops of a comparison share: (key, obs[N, ...]) -> actions [N, ...], one
+draw per batch step, so that every loop of a pair samples its actions alike."""
 
 from __future__ import annotations
 
@@ -7,10 +9,29 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import numpy as np
 
 from benchmarks.harness.optional import require
-from benchmarks.harness.policies import discrete_policy
 from jaxsim.envs.adapters import strong_types
+
+
+def uniform_policy(low, high, shape) -> Callable:
+    """Uniform continuous actions [N, *shape] in [low, high]."""
+    low, high = np.asarray(low, np.float32), np.asarray(high, np.float32)
+
+    def policy(key, obs):
+        return jax.random.uniform(key, (obs.shape[0], *shape), minval=low, maxval=high)
+
+    return policy
+
+
+def discrete_policy(n: int) -> Callable:
+    """Uniform int32 actions [N] in [0, n)."""
+
+    def policy(key, obs):
+        return jax.random.randint(key, (obs.shape[0],), 0, n)
+
+    return policy
 
 
 def gymnax_scan(

@@ -5,6 +5,7 @@ Measuring is not publishing: every run writes under RUNS_DIR (ignored by git), a
 and rewrites benchmarks/RESULTS.md and the README's results section.
 """
 
+import os
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -23,3 +24,10 @@ def inside(path: Path, parent: Path) -> bool:
     """Whether `path` is `parent` or below it, both resolved."""
     path, parent = Path(path).resolve(), Path(parent).resolve()
     return path == parent or parent in path.parents
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """This process's environment for a child `python` run from the repository: `benchmarks`
+    and `agents` importable from this checkout, installed or not, output unbuffered."""
+    path = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path, **extra}

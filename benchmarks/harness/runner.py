@@ -17,7 +17,7 @@ from typing import Any
 
 from benchmarks.harness.commands import portable_command
 from benchmarks.harness.formatting import format_duration
-from benchmarks.harness.paths import MANIFEST, REPO_ROOT
+from benchmarks.harness.paths import MANIFEST, REPO_ROOT, child_env
 from benchmarks.harness.record import append_jsonl
 from benchmarks.harness.registry import suite_available
 from benchmarks.harness.suite import Plan, Suite
@@ -43,20 +43,11 @@ def probe_machine(timeout: float = 300) -> dict[str, Any]:
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=_child_env(),
+        env=child_env(),
     )
     if out.returncode != 0:
         raise RuntimeError(f"could not start jax in a child process:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def _child_env() -> dict[str, str]:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    # Suites import `benchmarks` and `agents` from the repository, installed or not.
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p
-    )
-    return env
 
 
 class SuiteProgress:
@@ -138,7 +129,7 @@ def run_suite(
     proc = subprocess.Popen(
         cmd,
         cwd=REPO_ROOT,
-        env=_child_env(),
+        env=child_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

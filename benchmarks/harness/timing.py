@@ -17,7 +17,7 @@ from typing import Any
 
 import jax
 
-from benchmarks.harness.paths import REPO_ROOT
+from benchmarks.harness.paths import REPO_ROOT, child_env
 
 
 class CompileWatcher:
@@ -108,6 +108,28 @@ class Timing:
         d.pop("last")
         d.update(median_s=self.median_s, min_s=self.min_s, max_s=self.max_s)
         return d
+
+
+def timed_point(name: str, timing: Timing, checks, **fields: Any) -> dict[str, Any]:
+    """The point of a case timed and checked: `fields` (with "num_envs" and "steps", a call's
+    env-steps), status "ok", env-steps/s, compile seconds, the timing and the `checks`. Raises
+    AssertionError naming the case if anything compiled while it was timed."""
+    if timing.compiles_during_timing:
+        raise AssertionError(f"{name}: {timing.compiles_during_timing} compile(s) while timing")
+    work = fields["num_envs"] * fields["steps"]
+    return {
+        **fields,
+        "status": "ok",
+        # env-steps/s of the median call, the slowest and the fastest
+        "steps_per_s": {
+            "median": work / timing.median_s,
+            "min": work / timing.max_s,
+            "max": work / timing.min_s,
+        },
+        "compile_s": timing.compile_s,
+        "timing": timing.to_dict(),
+        "checks": checks,
+    }
 
 
 def _first_call(fn: Callable[[], Any]) -> tuple[Any, float, float, float | None]:
@@ -241,14 +263,29 @@ def chained(step_call: Callable, carry) -> Callable[[], Any]:
     return call
 
 
+def continued_rollout(env, policy, steps: int, start=None, **kwargs: Any) -> Callable[[], Any]:
+    """A call of no arguments: `jaxsim.rollout(env, policy, steps, **kwargs)` from where the
+    previous call stopped (its final state; the first call from `start`, None: a reset). The
+    key stays: a new key per call would add an eager dispatch that is not part of the rollout."""
+    import jaxsim
+
+    carry = {"state": start}
+
+    def call():
+        out = jaxsim.rollout(env, policy, steps, state=carry["state"], **kwargs)
+        carry["state"] = out.final_state
+        return out
+
+    return call
+
+
 def time_process(cmd: list[str]) -> dict[str, Any]:
     """Runs `cmd` as a whole process from the repository (this checkout's packages first), as a
     user runs a command: its wall time, start to exit, and the 1-minute load average before and
     after (and its stdout). A failed process raises with the end of its stderr."""
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")

@@ -32,11 +32,11 @@ import jax
 import numpy as np
 
 import jaxsim
-from benchmarks.harness.arguments import int_list
+from benchmarks.harness.arguments import count, int_list
 from benchmarks.harness.formatting import format_rate, format_table
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import default_out, finish
-from benchmarks.harness.timing import time_interleaved
+from benchmarks.harness.timing import continued_rollout, time_interleaved
 from jaxsim.envs import size_cpu_pool
 
 VARIANTS = {"whole": False, "compact": True}
@@ -52,19 +52,6 @@ def variants(env_id: str) -> dict[str, jaxsim.Env]:
         )
         for name, flag in VARIANTS.items()
     }
-
-
-def _call(env, num_envs: int, steps: int, state):
-    """One timed call: the same program for the check and every sample (one compile each)."""
-    return jaxsim.rollout(
-        env,
-        "random",
-        steps,
-        num_envs=num_envs,
-        key=jax.random.key(0),
-        outputs="rewards",
-        state=state,
-    )
 
 
 def check_same(outs: dict[str, Any]) -> dict[str, Any]:
@@ -103,23 +90,22 @@ def check_same(outs: dict[str, Any]) -> dict[str, Any]:
 
 def measure(env_id: str, num_envs: int, steps: int, repeats: int) -> dict[str, Any]:
     envs = variants(env_id)
-    # Every call continues from a state (one compile): the first from the initial batch.
-    start = {
-        name: jaxsim.initial_state(env, jax.random.key(0), num_envs) for name, env in envs.items()
+    # One call per variant, each continuing its last state (one compile): the first, from the
+    # initial batch, is checked, and the samples continue from it.
+    calls = {
+        name: continued_rollout(
+            env,
+            "random",
+            steps,
+            jaxsim.initial_state(env, jax.random.key(0), num_envs),
+            num_envs=num_envs,
+            key=jax.random.key(0),
+            outputs="rewards",
+        )
+        for name, env in envs.items()
     }
-    first = {name: _call(env, num_envs, steps, start[name]) for name, env in envs.items()}
-    check = check_same(first)
-    state = {name: out.final_state for name, out in first.items()}
-
-    def runner(name):
-        def call():
-            out = _call(envs[name], num_envs, steps, state[name])
-            state[name] = out.final_state
-            return out
-
-        return call
-
-    timings = time_interleaved({name: runner(name) for name in envs}, repeats=repeats)
+    check = check_same({name: call() for name, call in calls.items()})
+    timings = time_interleaved(calls, repeats=repeats)
     for name, timing in timings.items():
         if timing.compiles_during_timing:
             raise AssertionError(f"{name}: {timing.compiles_during_timing} compiles while timing")
@@ -142,14 +128,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--env", default="brax/ant", help="a jaxsim id, e.g. brax/ant, CartPole-v1")
     p.add_argument("--num-envs", type=int_list, default=(16, 256))
-    p.add_argument("--steps", type=int, default=64, help="steps per call")
-    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--steps", type=count, default=64, help="steps per call")
+    p.add_argument("--repeats", type=count, default=5)
     p.add_argument("--out", type=Path, default=None, help="JSON output path")
-    args = p.parse_args(argv)
-    for name in ("steps", "repeats"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name} must be >= 1, got {getattr(args, name)}")
-    return args
+    return p.parse_args(argv)
 
 
 def main(argv=None) -> int:

@@ -16,6 +16,7 @@ import sys
 import jax
 
 import jaxsim
+from benchmarks.harness.timing import continued_rollout
 from jaxsim.profiler import DEFAULT_PHASES, ProfileReport, parse_phases
 
 
@@ -49,23 +50,10 @@ def profile_rollout(args: argparse.Namespace) -> ProfileReport:
         policy = jaxsim.init_mlp_policy(jax.random.fold_in(key, 1), env)
     else:
         policy = jaxsim.random_policy(env)
-    # One rollout per iteration, continuing from the last one's final state (the key stays: a
-    # per-iteration key would add an eager dispatch that is not part of the rollout).
-    carry = {"state": None}
-
-    def step():
-        out = jaxsim.rollout(
-            env,
-            policy,
-            args.steps,
-            num_envs=args.num_envs,
-            key=key,
-            state=carry["state"],
-            backend=args.backend,
-        )
-        carry["state"] = out.final_state
-        return out
-
+    # One rollout per iteration, continuing from the last one's final state.
+    step = continued_rollout(
+        env, policy, args.steps, num_envs=args.num_envs, key=key, backend=args.backend
+    )
     return jaxsim.profile(
         step,
         phases=args.phases,

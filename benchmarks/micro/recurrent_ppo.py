@@ -30,6 +30,7 @@ import jaxsim
 from agents.algorithms import agent_type
 from agents.presets import config_for
 from atomicfiles import write_json_atomic
+from benchmarks.harness.arguments import count, positive_seconds
 from benchmarks.harness.provenance import provenance
 
 ENV_ID = "CartPole-NoVel-v1"
@@ -105,10 +106,12 @@ def measure(algorithm: str, seeds: int, budget_s: float, chunk: int, eval_envs: 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="JSON file to write (atomically)")
-    parser.add_argument("--budget-s", type=float, default=600.0, help="training seconds each")
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--chunk", type=int, default=10, help="updates per jitted call")
-    parser.add_argument("--eval-envs", type=int, default=32)
+    parser.add_argument(
+        "--budget-s", type=positive_seconds, default=600.0, help="training seconds each"
+    )
+    parser.add_argument("--seeds", type=count, default=3)
+    parser.add_argument("--chunk", type=count, default=10, help="updates per jitted call")
+    parser.add_argument("--eval-envs", type=count, default=32)
     parser.add_argument("--algorithms", nargs="+", choices=ALGORITHMS, default=list(ALGORITHMS))
     parser.add_argument(
         "--parallel",
@@ -117,15 +120,6 @@ def main(argv: list[str] | None = None) -> dict:
         "on a loaded machine they share it as they would share it with others)",
     )
     args = parser.parse_args(argv)
-    for name, value in (
-        ("--seeds", args.seeds),
-        ("--chunk", args.chunk),
-        ("--eval-envs", args.eval_envs),
-    ):
-        if value < 1:
-            parser.error(f"{name} must be >= 1, got {value}")
-    if not args.budget_s > 0:
-        parser.error(f"--budget-s must be > 0, got {args.budget_s}")
     record = {
         "benchmark": "recurrent_ppo",
         "env": ENV_ID,

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from benchmarks.baselines.ppo_sb3 import SB3_CARTPOLE, sb3_cartpole_ppo
+from benchmarks.harness.arguments import count
 from benchmarks.harness.formatting import format_table
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import default_out, finish
@@ -96,16 +97,14 @@ def compile_jaxsim_front() -> float:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--quick", action="store_true", help="2 seeds x 30k steps")
-    p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--steps", type=int, default=SB3_CARTPOLE["n_timesteps"])
-    p.add_argument("--eval-episodes", type=int, default=10)
+    p.add_argument("--seeds", type=count, default=3)
+    p.add_argument("--steps", type=count, default=SB3_CARTPOLE["n_timesteps"])
+    p.add_argument("--eval-episodes", type=count, default=10)
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (0: default)")
     p.add_argument("--out", type=Path, default=None, help="JSON output path")
     args = p.parse_args(argv)
     if args.quick:
         args.seeds, args.steps = 2, 30_000
-    if min(args.seeds, args.steps, args.eval_episodes) < 1:
-        p.error("--seeds, --steps and --eval-episodes must be positive")
     try:
         import stable_baselines3
         import torch

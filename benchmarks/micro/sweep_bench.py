@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.harness.arguments import count
 from benchmarks.harness.paths import RUNS_DIR
 from benchmarks.harness.timing import time_process, train_command
 
@@ -242,9 +243,9 @@ def beside_rejax(out_dir: Path, seeds: int) -> int:
     """The 6 x `seeds` sweep as two whole processes in one run: jaxsim's train command and
     rejax's jit(vmap) sweep at the same settings, one after the other, then again in the other
     order; wall time start to exit, each side's final evaluations per configuration."""
-    from atomicfiles import finite_json, write_json_atomic
     from benchmarks.harness.commands import portable_command
     from benchmarks.harness.provenance import machine_tag, provenance
+    from benchmarks.harness.record import finish
     from benchmarks.peers.measure import peer_missing, peer_python
 
     if peer_missing("rejax"):
@@ -294,12 +295,11 @@ def beside_rejax(out_dir: Path, seeds: int) -> int:
         "rejax_over_jaxsim_wall_median": statistics.median(ratios),
         "loadavg_1_5_15min_end": [round(x, 2) for x in os.getloadavg()],
     }
-    path = out_dir / f"sweep_rejax_{machine_tag()}.json"
-    write_json_atomic(path, finite_json(record))
-    for r in rows:
-        print(f"jaxsim {r['jaxsim']['wall_s']:.1f} s, rejax {r['rejax']['wall_s']:.1f} s")
-    print(f"rejax / jaxsim wall: {', '.join(f'{x:.2f}' for x in ratios)}\nwrote {path}")
-    return 0
+    table = [
+        f"jaxsim {r['jaxsim']['wall_s']:.1f} s, rejax {r['rejax']['wall_s']:.1f} s" for r in rows
+    ]
+    table.append(f"rejax / jaxsim wall: {', '.join(f'{x:.2f}' for x in ratios)}")
+    return finish(record, out_dir / f"sweep_rejax_{machine_tag()}.json", "\n".join(table))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -313,22 +313,20 @@ def main(argv: list[str] | None = None) -> int:
         help="instead: the same sweep at rejax's published CartPole PPO settings, jaxsim's train "
         "command beside rejax's jit(vmap) sweep (peer venv: benchmarks/peers/setup_envs.sh rejax)",
     )
-    parser.add_argument("--total-steps", type=int, default=51_200, help="env steps per seed")
-    parser.add_argument("--seeds", type=int, default=4)
+    parser.add_argument("--total-steps", type=count, default=51_200, help="env steps per seed")
+    parser.add_argument("--seeds", type=count, default=4)
     parser.add_argument(
         "--separate-configs",
-        type=int,
+        type=count,
         default=6,
         help="configurations whose separate runs are measured (all seeds); fewer than 6: the "
         "24-run total is extrapolated from them (recorded as such)",
     )
-    parser.add_argument("--repeats", type=int, default=3, help="runs of each in-process program")
+    parser.add_argument("--repeats", type=count, default=3, help="runs of each in-process program")
     parser.add_argument("--keep", action="store_true", help="keep the runs' folders")
     args = parser.parse_args(argv)
-    for name in ("total_steps", "seeds", "separate_configs", "repeats"):
-        value = getattr(args, name)
-        if value < 1 or (name == "separate_configs" and value > len(_configs())):
-            parser.error(f"--{name.replace('_', '-')} must be in 1..{len(_configs())}, got {value}")
+    if args.separate_configs > len(_configs()):
+        parser.error(f"--separate-configs must be at most {len(_configs())}")
     if args.seeds < 2:
         parser.error("--seeds must be >= 2 (the agreement check needs a spread over seeds)")
     from atomicfiles import finite_json, write_json_atomic

@@ -17,9 +17,8 @@ import jax
 import numpy as np
 
 import jaxsim
-from benchmarks.harness.gymnax_scan import gymnax_scan
+from benchmarks.harness.gymnax_scan import discrete_policy, gymnax_scan
 from benchmarks.harness.optional import require
-from benchmarks.harness.policies import discrete_policy
 from benchmarks.harness.timing import chained
 from jaxsim.envs.adapters import strong_types
 

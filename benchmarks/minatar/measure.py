@@ -53,16 +53,15 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness.arguments import name_list
+from benchmarks.harness.arguments import count, name_list
 from benchmarks.harness.formatting import format_rate
-from benchmarks.harness.optional import Skipped
+from benchmarks.harness.optional import Skipped, not_measured
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import default_out, finish
-from benchmarks.harness.timing import time_fn, time_interleaved
+from benchmarks.harness.timing import time_fn, time_interleaved, timed_point
 from benchmarks.minatar import loops
 
 IMPLS = ("reuse", "dynamics", "gymnax", "adapter", "original", "fused")
@@ -83,39 +82,13 @@ PACKAGES = ("gymnax", "gymnasium", "minatar")
 
 
 def _point(game, impl, env_id, num_envs, steps, timing, checks) -> dict[str, Any]:
-    if timing.compiles_during_timing:
-        raise AssertionError(f"{game} {impl}: {timing.compiles_during_timing} compile(s) timed")
-    work = num_envs * steps
-    return {
-        "game": game,
-        "env_id": env_id,
-        "impl": impl,
-        "num_envs": num_envs,
-        "steps": steps,
-        "status": "ok",
-        "steps_per_s": {
-            "median": work / timing.median_s,
-            "min": work / timing.max_s,
-            "max": work / timing.min_s,
-        },
-        "compile_s": timing.compile_s,
-        "timing": timing.to_dict(),
-        "checks": checks,
-    }
+    fields = dict(game=game, env_id=env_id, impl=impl, num_envs=num_envs, steps=steps)
+    return timed_point(f"{game} {impl}", timing, checks, **fields)
 
 
 def _failed(game, impl, env_id, num_envs, error: Exception) -> dict[str, Any]:
-    missing = isinstance(error, ImportError | Skipped)
-    if not missing:
-        traceback.print_exception(error)
-    return {
-        "game": game,
-        "env_id": env_id,
-        "impl": impl,
-        "num_envs": num_envs,
-        "status": "skipped" if missing else "failed",
-        "reason": str(error) if missing else f"{type(error).__name__}: {error}",
-    }
+    point = {"game": game, "env_id": env_id, "impl": impl, "num_envs": num_envs}
+    return not_measured(point, error, missing=(ImportError, Skipped))
 
 
 def jax_points(game: str, args) -> list[dict[str, Any]]:
@@ -221,29 +194,30 @@ def ratios(points) -> list[dict[str, Any]]:
     return targets
 
 
-def _impls(text: str) -> tuple[str, ...]:
-    return () if text.strip() == "none" else name_list(IMPLS, "loop")(text)
-
-
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--quick", action="store_true", help="fewer steps per call and repeats")
     p.add_argument(
         "--games", type=name_list(tuple(loops.GAMES), "game"), default=tuple(loops.GAMES)
     )
-    p.add_argument("--impls", type=_impls, default=CPU_IMPLS, help=f"of {IMPLS}, or none")
-    p.add_argument("--num-envs", type=int, default=4096, help="N of the JAX loops")
-    p.add_argument("--steps", type=int, default=None, help="steps per call of the JAX loops")
-    p.add_argument("--repeats", type=int, default=None)
+    p.add_argument(
+        "--impls",
+        type=name_list(IMPLS, "loop", none=True),
+        default=CPU_IMPLS,
+        help=f"of {IMPLS}, or none",
+    )
+    p.add_argument("--num-envs", type=count, default=4096, help="N of the JAX loops")
+    p.add_argument("--steps", type=count, default=None, help="steps per call of the JAX loops")
+    p.add_argument("--repeats", type=count, default=None)
     p.add_argument(
         "--rewards-only",
         action="store_true",
         help="the JAX loops keep rewards and flags, not observations (where the time goes)",
     )
     p.add_argument("--min-time", type=float, default=0.0, help="seconds per sample, at least")
-    p.add_argument("--original-envs", type=int, default=None, help="the SyncVectorEnv's size")
-    p.add_argument("--original-steps", type=int, default=None, help="vector steps per call")
-    p.add_argument("--original-repeats", type=int, default=3)
+    p.add_argument("--original-envs", type=count, default=None, help="the SyncVectorEnv's size")
+    p.add_argument("--original-steps", type=count, default=None, help="vector steps per call")
+    p.add_argument("--original-repeats", type=count, default=3)
     p.add_argument("--out", type=Path, default=None, help="JSON output path")
     args = p.parse_args(argv)
     defaults = {
@@ -255,11 +229,6 @@ def parse_args(argv):
     for name, value in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
-    for name in ("num_envs", "steps", "repeats", "original_envs", "original_steps"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    if args.original_repeats < 1:
-        p.error(f"--original-repeats must be >= 1, got {args.original_repeats}")
     return args
 
 

@@ -31,8 +31,8 @@ from pathlib import Path
 from benchmarks.baselines.offpolicy_sb3 import gymnasium_loops
 from benchmarks.breakdown.cases import agent_case
 from benchmarks.breakdown.measure import CATEGORIES, COLORS, measure
-from benchmarks.harness.arguments import split_list, unknown_names
-from benchmarks.harness.optional import Skipped
+from benchmarks.harness.arguments import count, split_list, unknown_names
+from benchmarks.harness.optional import not_measured
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import default_out, finish
 
@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=True,
         help="also measure SB3's agents stepping Gymnasium's environments",
     )
-    p.add_argument("--gym-rounds", type=int, default=3, help="timed SB3 learn() calls per case")
+    p.add_argument("--gym-rounds", type=count, default=3, help="timed SB3 learn() calls per case")
     p.add_argument(
         "--gym-steps",
         default=",".join(f"{k}={v}" for k, v in GYM_STEPS.items()),
@@ -101,8 +101,6 @@ def main(argv=None) -> int:
         args.iterations, args.repeats, args.min_time = 3, 3, 0.2
         args.gym_rounds, args.gym_steps = 1, "ppo=4096,dqn=1024,sac=500"
     gym_steps = _gym_steps(args.gym_steps)
-    if args.gym_rounds < 1:
-        raise SystemExit(f"--gym-rounds must be >= 1, got {args.gym_rounds}")
     envs = split_list(args.envs)
     problem = unknown_names(envs, list(PAIRS), "environment(s)")
     if problem:
@@ -114,11 +112,8 @@ def main(argv=None) -> int:
             print(f"[offpolicy] {label} ...", flush=True)
             try:
                 record = measure(agent_case(args, algorithm, env_id), args)
-            except Skipped as e:
-                record = {"case": label, "status": "skipped", "reason": str(e)}
             except Exception as e:  # one broken case must not lose the others' results
-                traceback.print_exc()
-                record = {"case": label, "status": "failed", "error": f"{type(e).__name__}: {e}"}
+                record = not_measured({"case": label}, e, failed_key="error")
             results.append({"algorithm": algorithm, "env": env_id, **record})
     comparison = compare(results)
     if args.gym_loops:

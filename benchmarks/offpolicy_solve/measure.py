@@ -48,12 +48,10 @@ from benchmarks.baselines.offpolicy_sb3 import (
 )
 from benchmarks.baselines.ppo_sb3 import TARGETS
 from benchmarks.harness.arguments import split_list, unknown_names
-from benchmarks.harness.formatting import format_seconds, format_table, format_verdict
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import append_jsonl, default_out, finish
 from benchmarks.harness.solved import Confirmations
 from benchmarks.harness.training import train_to_target, training_compile_s
-from benchmarks.offpolicy_solve.suite import UNDECIDED
 
 CASES = {"dqn": "CartPole-v1", "sac": "Pendulum-v1"}  # algorithm -> the env it must solve
 EVAL_EVERY = {"dqn": 2000, "sac": 1000}  # env steps between evaluations, both sides
@@ -316,52 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         case["comparison"] = compare(case["jaxsim"], case["sb3"], SPEEDUP_TARGET[algorithm])
         record["cases"][algorithm] = case
         append_jsonl(partial, finite_json({algorithm: case}))
-    return finish(record, out, summary(record), partial=partial)
-
-
-def summary(record: dict[str, Any]) -> str:
-    """The record as a table: one row per side and algorithm, then each comparison."""
-    rows, lines = [], []
-    for algorithm, case in record["cases"].items():
-        jx, sb3 = case["jaxsim"], case["sb3"]
-        rows.append(
-            [
-                f"jaxsim {algorithm.upper()} {case['env']}",
-                f"{jx['seeds_reached']}/{jx['seeds']}",
-                ", ".join(str(s) if s else "-" for s in jx["per_seed_steps_to_return"]),
-                format_seconds(jx["train_wall_s_per_seed"]),
-                format_seconds(jx["compile_s_per_seed"]),
-            ]
-        )
-        for run in sb3.get("runs", []):
-            rows.append(
-                [
-                    f"SB3 {algorithm.upper()} {case['env']} seed {run['seed']}",
-                    "1/1" if run["reached"] else f"0/1 (best {run['best_return']:.1f})",
-                    str(run["steps_to_return"] or "-"),
-                    format_seconds(run["train_wall_s_to_return"] or run["train_wall_s_total"]),
-                    "-",
-                ]
-            )
-        cmp = case["comparison"]
-        if cmp.get("speedup"):
-            bound = "at least " if cmp["speedup_is_lower_bound"] else ""
-            lines.append(
-                f"{algorithm.upper()} {case['env']} to {case['target']:g}: SB3 / jaxsim per seed "
-                f"= {bound}{cmp['speedup']:.2f}x with compile, "
-                f"{cmp['speedup_excluding_jaxsim_compile'] or float('nan'):.2f}x without "
-                f"(target {cmp['target']}: {format_verdict(cmp['target_met'], UNDECIDED)})"
-            )
-            if cmp.get("system_speed_ratio") and cmp.get("steps_ratio"):
-                lines.append(
-                    f"  factors: env-steps/s jaxsim / SB3 {cmp['system_speed_ratio']:.2f}x "
-                    f"(compile excluded), steps to solve SB3 / jaxsim {cmp['steps_ratio']:.2f}x; "
-                    f"preset vs rl-zoo: {cmp['preset_vs_rl_zoo']}"
-                )
-        else:
-            lines.append(f"{algorithm.upper()}: {cmp.get('skipped') or cmp.get('reason')}")
-    headers = ["run", "reached", "steps to return", "train wall / seed", "compile / seed"]
-    return "\n".join([format_table(headers, rows), *lines])
+    return finish(record, out, partial=partial)  # its table: the suite's section
 
 
 if __name__ == "__main__":

@@ -22,8 +22,7 @@ from benchmarks.harness.solved import (
 )
 from benchmarks.harness.suite import Plan, Suite
 from benchmarks.report import schema as s
-from benchmarks.report.markdown import image, link, provenance_block
-from benchmarks.report.plots import pyplot, save
+from benchmarks.report.markdown import image, link, provenance_block, pyplot, save
 from benchmarks.report.records import Record
 
 

@@ -17,8 +17,9 @@ field, in RESULTS.md and on stderr, and an older record shown in its place says 
 file it passes over is named on stderr.
 
 The one report layer. Below the suites: records (finding, checking and choosing them), schema
-(field checks), markdown and plots, what each suite's `suite.py` draws its section with, and publish
-(copying records, with coverage). Above them: document (RESULTS.md, one section per suite of the
-registry, drawn by the suite's `suite.py`), headline (the published figures beside the measured
-ones, across suites), readme (the README's section) and cli.
+(field checks), markdown (and the plots' helpers), what each suite's `suite.py` draws its
+section with, and publish (copying records, with coverage). Above them: document (RESULTS.md,
+one section per suite of the registry, drawn by the suite's `suite.py`), headline (the
+published figures beside the measured ones, across suites), readme (the README's section) and
+cli.
 """

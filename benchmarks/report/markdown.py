@@ -1,4 +1,5 @@
-"""Markdown pieces every section of the results report uses: links, images, provenance."""
+"""Markdown pieces every section of the results report uses: links, images, provenance; and
+its plots' helpers (matplotlib, imported only when a plot is drawn)."""
 
 from __future__ import annotations
 
@@ -71,3 +72,23 @@ def provenance_block(r: Record, base: Path) -> str:
     if r.mode == "smoke":
         lines.append("- **Smoke record:** tiny sizes that check the pipeline; not a result.")
     return "\n".join(lines)
+
+
+def pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save(plt, fig, path: Path) -> Path:
+    """Writes `fig` to `path` without a date or version in it, so an unchanged plot stays the
+    same file."""
+    fig.tight_layout()
+    from atomicfiles import write_figure_atomic  # imports jax: only when a plot is drawn
+
+    write_figure_atomic(fig, path, dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return path

@@ -45,9 +45,9 @@ import numpy as np
 
 from atomicfiles import finite_json
 from benchmarks.baselines import torch_cartpole as baselines
-from benchmarks.harness.arguments import int_list, name_list
+from benchmarks.harness.arguments import count, int_list, name_list
 from benchmarks.harness.formatting import format_rate
-from benchmarks.harness.optional import Skipped
+from benchmarks.harness.optional import Skipped, not_measured
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import append_jsonl, default_out, finish
 from benchmarks.rollout_throughput.baseline_runners import (
@@ -139,11 +139,8 @@ def measure(impl: str, num_envs: int, cfg: Config, env_id: str = ENV_ID) -> dict
     started = time.perf_counter()
     try:
         m = bench(env_id, num_envs, cfg)
-    except Skipped as e:
-        return {**record, "status": "skipped", "reason": str(e)}
     except Exception as e:
-        traceback.print_exc()
-        return {**record, "status": "failed", "reason": f"{type(e).__name__}: {e}"}
+        return not_measured(record, e)
     record["wall_s"] = round(time.perf_counter() - started, 2)  # setup, checks and timing
     t = m.timing
     rate = m.steps_per_call / np.asarray(t.samples_s)
@@ -215,7 +212,7 @@ def parse_args(argv=None) -> tuple[Config, Path]:
         default=None,
         help=f"comma-separated batch sizes (default {FULL_NUM_ENVS})",
     )
-    p.add_argument("--repeats", type=int, default=3, help="timed samples per measurement")
+    p.add_argument("--repeats", type=count, default=3, help="timed samples per measurement")
     p.add_argument(
         "--min-time",
         type=float,
@@ -248,8 +245,6 @@ def parse_args(argv=None) -> tuple[Config, Path]:
     )
     p.add_argument("--out", type=Path, default=None, help="JSON output path")
     args = p.parse_args(argv)
-    if args.repeats < 1:
-        p.error("--repeats must be >= 1")
     cfg = Config(
         num_envs=args.num_envs or (QUICK_NUM_ENVS if args.quick else FULL_NUM_ENVS),
         repeats=args.repeats,

@@ -13,8 +13,7 @@ from typing import Any
 from benchmarks.harness.formatting import format_rate, format_ratio, format_seconds, format_table
 from benchmarks.harness.suite import Plan, Suite
 from benchmarks.report import schema as s
-from benchmarks.report.markdown import image, provenance_block
-from benchmarks.report.plots import pyplot, save
+from benchmarks.report.markdown import image, provenance_block, pyplot, save
 from benchmarks.report.records import Record
 
 ENV_ORDER = (
@@ -74,6 +73,7 @@ def throughput_scope(data: dict[str, Any]) -> str:
 
 
 def ordered_impls(points: Sequence[dict[str, Any]]) -> list[str]:
+    """The impls of `points` in the report's order (`IMPL_LABELS`), any other after them."""
     seen = list(dict.fromkeys(p["impl"] for p in points))
     return [i for i in IMPL_LABELS if i in seen] + [i for i in seen if i not in IMPL_LABELS]
 
@@ -314,7 +314,7 @@ def plot_throughput(r: Record, path: Path) -> Path:
     for ax in flat[len(envs) :]:
         ax.axis("off")
     legend_ax = flat[len(envs)] if len(flat) > len(envs) else flat[-1]
-    order = [i for i in IMPL_LABELS if i in handles] + [i for i in handles if i not in IMPL_LABELS]
+    order = ordered_impls([{"impl": i} for i in handles])
     legend_ax.legend(
         [handles[i] for i in order],
         [IMPL_LABELS.get(i, i) for i in order],

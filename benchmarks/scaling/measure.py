@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -34,8 +33,7 @@ from jax.sharding import Mesh, NamedSharding
 
 import jaxsim
 from benchmarks.harness.arguments import int_list, split_list
-from benchmarks.harness.formatting import format_rate, format_table
-from benchmarks.harness.paths import REPO_ROOT
+from benchmarks.harness.paths import child_env
 from benchmarks.harness.provenance import provenance
 from benchmarks.harness.record import default_out, finish
 from benchmarks.harness.timing import time_fn
@@ -135,8 +133,7 @@ def child(args) -> dict:
 
 
 def _run_child(devices: int, argv: list[str], on_cpu: bool) -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")])
+    env = child_env()
     if on_cpu:
         flag = f"--xla_force_host_platform_device_count={devices}"
         env["XLA_FLAGS"] = " ".join([env.get("XLA_FLAGS", ""), flag]).strip()
@@ -210,22 +207,6 @@ def main(argv=None) -> int:
     ]  # fmt: skip
     results = [_run_child(d, forwarded, on_cpu) for d in counts]
     targets = score(results, counts, on_cpu)
-    table_rows = []
-    for res in results:
-        for r in res["rows"]:
-            table_rows.append([
-                r["env"], r["backend"], r["devices"], format_rate(r["mesh"]["env_steps_per_s"]),
-                format_rate(r["unsharded"]["env_steps_per_s"]), f"{r['speedup']:.2f}x",
-                f"{res['any_done_loop']['step_us']:.1f}",
-                f"{1e6 * r['mesh']['median_s'] / args.steps:.1f}",
-            ])  # fmt: skip
-    print(format_table(
-        ["env", "backend", "devices", "mesh", "unsharded", f"vs best of {counts[0]} device(s)",
-         "any-done loop us/step", "rollout us/step"],
-        table_rows,
-    ))  # fmt: skip
-    for t in targets:
-        print(f"target {t['name']}: {t['value']:.2f}x, {t['status']}")
     record = {
         "benchmark": "scaling",
         "quick": args.quick,
@@ -243,7 +224,8 @@ def main(argv=None) -> int:
         "results": results,
         "targets": targets,
     }
-    return finish(record, args.out or default_out("scaling", args.quick), "")
+    # Its table and targets: the suite's section, as RESULTS.md shows them.
+    return finish(record, args.out or default_out("scaling", args.quick))
 
 
 if __name__ == "__main__":
