@@ -58,7 +58,64 @@ def _has_gpu() -> bool:
         return False
 
 
+# The longest test modules first, the longest of all leading (CPU-seconds, 2-core VM, from
+# JAXSIM_TEST_PROFILE at b0b5ee3; every module of 8 CPU-s or more). With `--dist loadfile` a
+# worker takes the next module when it is free, so the many short modules left at the end even
+# out the two workers' finish. scripts/test.sh passes --no-loadscope-reorder (pytest-xdist 3.8,
+# hence its pin): by default xdist orders modules by their number of tests, which left the
+# 117 CPU-s clone smoke run of test_bench_publish (7 tests) near the end, and one worker
+# finished 75 CPU-s after the other (654 and 579). A module not named here runs after these,
+# in collection order.
+LONGEST_FIRST = (
+    "benchmarks/test_bench_publish.py",
+    "jaxsim/test_adapters.py",
+    "jaxsim/test_sharding.py",
+    "jaxsim/test_rollout.py",
+    "jaxsim/envs/test_envs.py",
+    "jaxsim/fused/test_fused.py",
+    "jaxsim/envs/test_minatar.py",
+    "jaxsim/envs/test_swarm.py",
+    "jaxsim/envs/test_minatar_obs_dtype.py",
+    "jaxsim/envs/test_minatar_si_seaquest.py",
+    "agents/test_offpolicy.py",
+    "agents/test_train_chunks.py",
+    "jaxsim/test_gymnasium.py",
+    "agents/test_ppo.py",
+    "jaxsim/test_params.py",
+    "jaxsim/test_default_xla.py",
+    "jaxsim/test_checks.py",
+    "jaxsim/test_check_env.py",
+    "test_guide.py",
+    "jaxsim/profiler/test_profile.py",
+    "agents/test_sweep.py",
+    "jaxsim/test_gymnax_view.py",
+    "agents/test_pqn.py",
+    "agents/test_minatar_agents.py",
+    "benchmarks/test_benchmarks.py",
+    "agents/test_domain_randomisation.py",
+    "agents/test_ppo_rnn.py",
+    "test_ppo_single_file.py",
+    "agents/test_ppo_cnn.py",
+    "jaxsim/test_cpu_threads.py",
+    "jaxsim/test_gymnasium_vector.py",
+    "benchmarks/test_benchmarks_floor.py",
+    "jaxsim/test_reuse.py",
+)
+
+
+def _longest_first(items) -> None:
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    tests = os.path.dirname(os.path.abspath(__file__))
+
+    def key(item) -> int:
+        module = os.path.relpath(str(item.path), tests).replace(os.sep, "/")
+        return rank.get(module, len(rank))
+
+    items.sort(key=key)  # stable: a module's tests keep their order
+
+
 def pytest_collection_modifyitems(config, items):
+    _longest_first(items)
     if _has_gpu():
         return
     skip = pytest.mark.skip(reason="needs a GPU; jax sees none on this machine")
