@@ -1,7 +1,8 @@
 """jaxsim: reinforcement-learning experience at the speed of the hardware."""
 
 from jaxsim import params, rng, sharding, spaces
-from jaxsim.check_env import CheckReport, EnvCheckError, check_env
+from jaxsim.check_env import CheckReport, check_env
+from jaxsim.contract import EnvCheckError
 from jaxsim.core import Env, TimeStep
 from jaxsim.envs import make, register, registered_ids, size_cpu_pool
 from jaxsim.fused import FusedConfig

@@ -7,6 +7,7 @@ import importlib
 import sys
 from typing import Any
 
+from jaxsim.contract import check_outputs
 from jaxsim.core import Env
 from jaxsim.cpu_threads import LAPACK_SAFE_THREADS, ensure_cpu_threads
 from jaxsim.envs.classic_control import (
@@ -171,10 +172,8 @@ def make(env_id, **overrides) -> Env:
     `make("gymnax/Breakout-MinAtar")`, `make("brax/ant", backend="positional")`,
     `make("my_package.envs:Catch")` (any `jaxsim.Env` subclass or gymnax environment by its
     import path), or an id of the user's (`jaxsim.register`). What the environment returns is
-    checked against its spaces once per class (`jaxsim.check_env.check_outputs`).
+    checked against its spaces once per class (`jaxsim.contract.check_outputs`).
     """
-    from jaxsim.check_env import check_outputs
-
     env = build(env_id, **overrides)
     check_outputs(env)
     return env

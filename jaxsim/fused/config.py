@@ -9,7 +9,7 @@ import logging
 
 import jax
 
-from jaxsim.check_env import block_reason
+from jaxsim.contract import block_reason
 from jaxsim.core import Env
 from jaxsim.fused.compile_record import compile_reason, default_tuning
 from jaxsim.policies import MLPPolicy, OpenLoopPolicy, RandomPolicy

@@ -25,7 +25,7 @@ import numpy as np
 
 from jaxsim import fused, rng, sharding
 from jaxsim import params as params_lib
-from jaxsim.check_env import check_outputs as check_env_outputs
+from jaxsim.contract import check_outputs as check_env_outputs
 from jaxsim.core import Env
 from jaxsim.params_sampling import check_sampler
 from jaxsim.policies import OpenLoopPolicy, random_policy

@@ -13,7 +13,7 @@ import pytest
 from flax import struct
 
 import jaxsim
-from jaxsim.check_env import block_reason, output_problems
+from jaxsim.contract import block_reason, output_problems
 from jaxsim.params import field
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
