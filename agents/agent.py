@@ -345,20 +345,3 @@ def latest_return(traj: jaxsim.Trajectory, last_return: jax.Array):
     """(mean return of the episodes `traj` finished, else `last_return`; how many finished)."""
     episodes = traj.episode_stats()
     return jnp.where(episodes.count > 0, episodes.mean_return, last_return), episodes.count
-
-
-def train_fn(agent: Agent, sweep=None) -> Callable[[jax.Array], tuple[Any, Metrics]]:
-    """`train(key) -> (final runner, Metrics[num_updates])`: a whole run of `agent` from `key`.
-
-    `sweep` ({name: values} of float hyperparameters, or an `agents.sweep.Sweep`): every
-    configuration of its grid from `key` in one program, leaves with a leading [num_configs]
-    axis (`agents.sweep.sweep_train`)."""
-    if sweep is not None:
-        from agents.sweep import as_sweep, sweep_train  # (agents.sweep imports this module)
-
-        return sweep_train(agent, as_sweep(agent.config, sweep))
-
-    def train(key: jax.Array) -> tuple[Any, Metrics]:
-        return agent.run(agent.init(key), agent.config.num_updates)
-
-    return train

@@ -18,11 +18,12 @@ import optax
 
 import jaxsim
 from agents import losses
-from agents.agent import Agent, latest_return, train_fn
+from agents.agent import Agent, latest_return
 from agents.config import AgentConfig, config_field, override
 from agents.networks import NETWORKS, actor_critic_init, to_policy
 from agents.normalizers import observation_normalizer, reward_scaler
 from agents.structs import Batch, LossInfo, Metrics, RunnerState, TrainState
+from agents.sweep import train_fn
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,11 +24,12 @@ from flax import struct
 
 import jaxsim
 from agents import losses
-from agents.agent import Agent, latest_return, train_fn
+from agents.agent import Agent, latest_return
 from agents.config import config_field
 from agents.normalizers import observation_normalizer, reward_scaler
 from agents.ppo import PPOConfig, ppo_optimizer
 from agents.structs import LossInfo, Metrics, RunnerState, TrainState
+from agents.sweep import train_fn
 from jaxsim.policies import orthogonal_init
 
 

@@ -23,11 +23,12 @@ from flax import struct
 
 import jaxsim
 from agents import losses
-from agents.agent import Agent, latest_return, train_fn
+from agents.agent import Agent, latest_return
 from agents.config import AgentConfig, config_field, override
 from agents.networks import HIDDEN_GAIN
 from agents.offpolicy import flatten_obs
 from agents.structs import Metrics
+from agents.sweep import train_fn
 from jaxsim.policies import init_mlp
 
 OPTIMIZERS = ("radam", "adam")

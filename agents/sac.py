@@ -22,11 +22,11 @@ from flax import struct
 
 import jaxsim
 from agents import losses
-from agents.agent import train_fn
 from agents.config import config_field, override
 from agents.networks import HIDDEN_GAIN, Layers
 from agents.offpolicy import OffPolicy, OffPolicyConfig, OffPolicyState, flatten_obs
 from agents.structs import Metrics
+from agents.sweep import train_fn
 from jaxsim.policies import init_mlp, mlp_apply
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # as Stable-Baselines3's SAC

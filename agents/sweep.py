@@ -34,6 +34,7 @@ import numpy as np
 from flax import struct
 
 from agents.agent import Agent, compiler_options
+from agents.structs import Metrics
 
 
 def sweepable(config_cls: type) -> tuple[str, ...]:
@@ -248,3 +249,18 @@ def sweep_train(agent: Agent, sweep: Sweep) -> Callable[[jax.Array], tuple[Any, 
 def as_sweep(config, sweep) -> Sweep:
     """A `Sweep`, or {name: values} checked against `config` into one (`check_sweep`)."""
     return sweep if isinstance(sweep, Sweep) else check_sweep(config, sweep)
+
+
+def train_fn(agent: Agent, sweep=None) -> Callable[[jax.Array], tuple[Any, Metrics]]:
+    """`train(key) -> (final runner, Metrics[num_updates])`: a whole run of `agent` from `key`.
+
+    `sweep` ({name: values} of float hyperparameters, or an `agents.sweep.Sweep`): every
+    configuration of its grid from `key` in one program, leaves with a leading [num_configs]
+    axis (`sweep_train`)."""
+    if sweep is not None:
+        return sweep_train(agent, as_sweep(agent.config, sweep))
+
+    def train(key: jax.Array) -> tuple[Any, Metrics]:
+        return agent.run(agent.init(key), agent.config.num_updates)
+
+    return train

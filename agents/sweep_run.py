@@ -23,7 +23,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from agents import loggers, logs
+from agents import loggers, logs, run_setup
 from agents.algorithms import agent_type
 from agents.checkpoint import sampler_ranges, save_checkpoint, sync_sidecar
 from agents.loop import independent_evaluation, run_chunks
@@ -55,10 +55,8 @@ def values_text(values: dict[str, float]) -> str:
 
 def main(parser: argparse.ArgumentParser, args: argparse.Namespace, command: str) -> dict:
     """Runs a sweep; returns its summary (sweep.json's content plus the paths written)."""
-    from agents import train  # the plain run's checks (env, memory, resume), shared
-
     agent_cls = agent_type(args.algorithm)
-    train.check_run_flags(parser, args)
+    run_setup.check_run_flags(parser, args)
     for flag, given in (("--devices", args.devices), ("--profile", args.profile)):
         if given is not None:
             parser.error(f"--sweep: {flag} is not supported in a sweep; run a configuration alone")
@@ -78,7 +76,7 @@ def main(parser: argparse.ArgumentParser, args: argparse.Namespace, command: str
     if not args.quiet:
         print(f"[{label}] XLA compilation cache: {cache_dir or 'off'}", flush=True)
     try:
-        env, sampler = train._make_env(parser, args.env, args.params)
+        env, sampler = run_setup.make_env(parser, args.env, args.params)
         overrides = config_overrides(args, agent_cls.config_type)
         base = config_for(args.env, args.algorithm, **overrides)
         try:
@@ -94,7 +92,9 @@ def main(parser: argparse.ArgumentParser, args: argparse.Namespace, command: str
         if args.resume:
             check_same_sweep(out, sweep)
             ckpts = [
-                train._load_for_resume(os.path.join(f, "checkpoint.msgpack"), args, env, c, sampler)
+                run_setup.load_for_resume(
+                    os.path.join(f, "checkpoint.msgpack"), args, env, c, sampler
+                )
                 for f, c in zip(folders, configs, strict=True)
             ]
             updates = [c.meta["update"] for c in ckpts]
@@ -107,11 +107,11 @@ def main(parser: argparse.ArgumentParser, args: argparse.Namespace, command: str
                 )
         else:
             check_no_sweep(out, folders, args.overwrite)
-        target = train._target(args, ckpts[0] if ckpts else None)
+        target = run_setup.run_target(args, ckpts[0] if ckpts else None)
         if args.seed is None:
             args.seed = ckpts[0].meta.get("seed", 0) if ckpts else 0
         agent = agent_cls(base, env, params_sampler=sampler)
-        train._check_memory(agent, args.seeds * sweep.num_configs, film=False)
+        run_setup.check_memory(agent, args.seeds * sweep.num_configs, film=False)
     except (ValueError, TypeError, OSError) as e:
         parser.error(str(e))
     if args.overwrite:
@@ -306,15 +306,13 @@ def _finish(
 ):
     """Every configuration's final evaluation (its eval.json, curve), the table, the plot,
     the best configuration (printed and in sweep.json), and the --logger runs."""
-    from agents import train
-
     seeds, sweep = args.seeds, swept.sweep
     done = int(np.max(np.asarray(runner.update)))
     returns = independent_evaluation(swept, runner, args.seed, seeds, configs=sweep.num_configs)
     evaluations = []
     for c, folder in enumerate(folders):
         part = slice(c * seeds, (c + 1) * seeds)
-        evaluation = train.evaluation_summary(
+        evaluation = run_setup.evaluation_summary(
             args.env,
             configs[c],
             returns[part],
