@@ -34,9 +34,12 @@ MEASURED_INTERNALS: dict[tuple[str, str], str] = {
     ("benchmarks/fusion/traffic.py", "jaxsim.fused.block"): (
         "the traffic model counts the kernel's own padded MLP widths"
     ),
-    ("benchmarks/gpu/hopper_compile.py", "jaxsim.fused.compile_record"): (
-        "the compile check writes the table backend='auto' reads"
-    ),
+    **{
+        (f"benchmarks/gpu/{name}.py", "jaxsim.fused.compile_record"): (
+            "the compile check writes the table backend='auto' reads"
+        )
+        for name in ("cases", "compile_table")
+    },
     **{
         (f"benchmarks/{path}", "jaxsim.envs.adapters"): (
             "gymnax's own loop, run with the adapter's dtype handling to compare like with like"

@@ -46,145 +46,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.gpu.cases import CASE_SETS, MLP_HIDDEN, Case, family
+from benchmarks.gpu.compile_table import measured_rows, measured_source
 from benchmarks.gpu.lowering import TRITON_CALL
 from benchmarks.harness.paths import REPO_ROOT
 
-POLICIES = ("random", "open_loop", "mlp")
-MLP_HIDDEN = (64, 64)  # the benchmarks' actor-critic (benchmarks.fusion.measure)
 NUM_STAGES = 3  # what jax's Pallas Triton lowering asks for on CUDA when none is given
 ARCH = 90  # sm_90: H100 / H200
 STAGES = ("lower", "extract", "ttir", "ttgir", "llir", "ptx", "cubin")
-
-
-@dataclasses.dataclass(frozen=True)
-class Case:
-    """One kernel: an environment (with static config), a policy, the kernel's tuning."""
-
-    env_id: str
-    policy: str  # "random", "open_loop" (actions as an input) or "mlp" (an actor-critic)
-    block_envs: int = 256  # FusedConfig's defaults
-    num_warps: int = 4
-    steps_per_launch: int = 64
-    make_kwargs: tuple[tuple[str, Any], ...] = ()
-    outputs: str = "all"  # what the rollout keeps: "all" stores the most per step
-    hidden: tuple[int, ...] = MLP_HIDDEN  # the MLP's hidden widths (actor and critic alike)
-    mlp_first_layer: str = "dot"  # FusedConfig's: how the MLP's first layers read the obs
-
-    def __post_init__(self):
-        if self.policy not in POLICIES:
-            raise ValueError(f"Case: policy must be one of {POLICIES}, got {self.policy!r}")
-
-    @property
-    def env_label(self) -> str:
-        extra = ",".join(f"{k}={v}" for k, v in self.make_kwargs)
-        return f"{self.env_id}({extra})" if extra else self.env_id
-
-    @property
-    def policy_label(self) -> str:
-        if self.policy != "mlp":
-            return self.policy
-        label = "mlp" if self.hidden == MLP_HIDDEN else "mlp" + "x".join(map(str, self.hidden))
-        return label if self.mlp_first_layer == "dot" else f"{label}/{self.mlp_first_layer}"
-
-    @property
-    def name(self) -> str:
-        return f"{self.env_label}:{self.policy_label}:b{self.block_envs}:w{self.num_warps}"
-
-    @classmethod
-    def parse(cls, text: str) -> Case:
-        """ENV[:POLICY[:BLOCK[:WARPS]]], e.g. "MinAtar/Breakout-v0:mlp:64:2"; an MLP's widths
-        as "mlp16x16", its first layer as "mlp/chunks"; Swarm's size as "Swarm-v0@1024"."""
-        env, policy, block, warps = [*text.split(":"), None, None, None][:4]
-        kwargs: tuple = ()
-        if "@" in env:
-            env, size = env.split("@")
-            kwargs = (("num_particles", int(size)),)
-        policy = policy or "random"
-        policy, _, first_layer = policy.partition("/")
-        hidden = MLP_HIDDEN
-        if policy.startswith("mlp") and policy != "mlp":
-            policy, hidden = "mlp", tuple(int(w) for w in policy[3:].split("x"))
-        return cls(
-            env, policy, int(block or 256), int(warps or 4), make_kwargs=kwargs, hidden=hidden,
-            mlp_first_layer=first_layer or "dot",
-        )  # fmt: skip
-
-
-def _swarm(n: int) -> tuple[tuple[str, Any], ...]:
-    return (("num_particles", n),)
-
-
-MINATAR = tuple(
-    f"MinAtar/{game}-v0" for game in ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders")
-)
-CLASSIC = ("CartPole-v1", "Pendulum-v1")
-# Today's defaults (FusedConfig(): block 256, 4 warps) for every family of the matrix.
-DEFAULT = (
-    *(Case(env, policy) for env in CLASSIC for policy in POLICIES),
-    Case("Swarm-v0", "random", make_kwargs=_swarm(16)),
-    Case("Swarm-v0", "random", make_kwargs=_swarm(1024)),
-    *(Case(env, policy) for env in MINATAR for policy in POLICIES),
-)
-CLASSIC_MORE = ("MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1")
-# The rest of what `backend="auto"` may choose the kernel for, at the defaults: the other classic
-# environments and the small MLP (16x16) the GPU tests use.
-EXTRA = (
-    *(Case(env, policy) for env in CLASSIC_MORE for policy in POLICIES),
-    *(Case(env, "mlp", hidden=(16, 16)) for env in (*CLASSIC, *CLASSIC_MORE)),
-)
-
-
-def _tunings(env: str, policy: str, configs, **kw) -> tuple[Case, ...]:
-    return tuple(Case(env, policy, block, warps, **kw) for block, warps in configs)
-
-
-# Where a default compiles slowly, spills or fails: smaller blocks, more or fewer warps.
-SWEEP = (
-    *(
-        case
-        for env in CLASSIC
-        for case in _tunings(
-            env, "mlp", ((256, 16), (256, 8), (128, 4), (128, 8), (64, 4), (64, 2), (32, 1))
-        )
-    ),
-    *_tunings("Swarm-v0", "random", ((128, 4), (64, 2)), make_kwargs=_swarm(16)),
-    *_tunings("Swarm-v0", "random", ((1, 1), (2, 1), (4, 1)), make_kwargs=_swarm(1024)),
-    *(
-        case
-        for env in (MINATAR[0], *MINATAR[2:])  # all but Breakout: slow at the default
-        for case in _tunings(env, "random", ((128, 4), (64, 2)))
-    ),
-    *_tunings("MinAtar/Breakout-v0", "mlp", ((32, 4), (16, 4))),
-    # Issue 41: an MLP's float32 dots spill unless each environment has 8 threads or more
-    # (64x64) or 2 (16x16); MinAtar's open-loop kernels at 128 environments as the random ones.
-    *_tunings("CartPole-v1", "mlp", ((32, 2), (32, 4), (32, 8), (16, 2), (16, 4), (64, 8))),
-    *(
-        case
-        for env in (*CLASSIC, *CLASSIC_MORE)
-        for case in (
-            *_tunings(env, "mlp", ((64, 16), (128, 32))),
-            *_tunings(env, "mlp", ((256, 16), (128, 8)), hidden=(16, 16)),
-        )
-    ),
-    *(Case(env, "open_loop", 128, 4) for env in (MINATAR[2], MINATAR[4])),
-    *_tunings("Acrobot-v1", "mlp", ((32, 8), (16, 4))),  # 255 registers: 512 threads spill
-    # MinAtar's first layer in pieces: 16 cells per dot (the 400-term sum does not compile).
-    *_tunings("MinAtar/Breakout-v0", "mlp", ((32, 8), (16, 4)), mlp_first_layer="chunks"),
-    *(
-        Case(env, "mlp", b, w, mlp_first_layer="columns")
-        for env, b, w in (
-            ("CartPole-v1", 64, 16),
-            ("MinAtar/Breakout-v0", 32, 8),
-            ("MinAtar/Breakout-v0", 32, 4),
-        )
-    ),
-)
-SMALL = (
-    Case("CartPole-v1", "random"),
-    Case("Pendulum-v1", "random"),
-    Case("CartPole-v1", "random", block_envs=32, num_warps=1),
-)
-CASE_SETS = {"default": DEFAULT, "extra": EXTRA, "sweep": SWEEP, "small": SMALL}
 
 
 # ------------------------------------------------------------------------- inside the subprocess
@@ -350,14 +219,6 @@ def child(case: Case, cpu_limit_s: float | None = None) -> None:
     emit({"event": "result", "kernel": call["name"], "num_stages": call["num_stages"], **result})
 
 
-def family(case: Case) -> str:
-    """The case's environment family as `jaxsim.fused.compile_record` names it."""
-    import jaxsim
-    from jaxsim.fused.compile_record import env_family
-
-    return env_family(jaxsim.make(case.env_id, **dict(case.make_kwargs)))
-
-
 # ------------------------------------------------------------------------------------ the parent
 def run_case(case: Case, timeout_s: float) -> dict[str, Any]:
     """`case` compiled in a subprocess of at most `timeout_s` CPU-seconds (its own process
@@ -457,78 +318,6 @@ def render(rows: list[dict[str, Any]]) -> str:
         ])  # fmt: skip
     headers = ["case", "compile CPU-s", "smem B", "regs", "spill stores B", "stack B"]
     return format_table(headers, table)
-
-
-# ------------------------------------------------------------ the table backend="auto" reads
-# `jaxsim.fused.compile_record.MEASURED` from the rows of these records (`--table RECORD`
-# prints it, to paste into compile_record.py).
-def case_of(row: dict[str, Any]) -> Case:
-    """The `Case` a record's row measured."""
-    fields = {f.name for f in dataclasses.fields(Case)}
-    spec = {k: v for k, v in row.items() if k in fields}
-    spec["make_kwargs"] = tuple(row["make_kwargs"].items())
-    spec["hidden"] = tuple(row.get("hidden", MLP_HIDDEN))
-    return Case(**spec)
-
-
-def measured(row: dict[str, Any]):
-    """A record's row as `jaxsim.fused.compile_record.Measured`: an ok row's figures; a timed-out
-    row's CPU bound (or, killed on wall time, the CPU-seconds its compile had used), or the
-    CPU-seconds a failing one took."""
-    from jaxsim.fused.compile_record import Measured
-
-    case = case_of(row)
-    config = dict(block_envs=case.block_envs, num_warps=case.num_warps)
-    if row["status"] == "ok":
-        figures = (row["compile_cpu_s"], row["spill_store_bytes"], row["shared_bytes"])
-    elif row.get("bound") == "wall":  # killed on wall time: the CPU-seconds its compile had
-        before = sum(row["stage_cpu_s"].get(stage, 0.0) for stage in ("lower", "extract"))
-        figures = (row["total_cpu_s"] - before, None, None)
-    else:
-        figures = (row.get("bound_s") or sum(row["stage_cpu_s"].values()), None, None)
-    return Measured(row["status"], round(figures[0], 1), *figures[1:], **config)
-
-
-def measured_rows(records: list[dict[str, Any]]) -> dict[tuple, Any]:
-    """`jaxsim.fused.compile_record.MEASURED` from the records' rows: per family, of its rows
-    at the default steps per launch, outputs and MLP first layer, the one meeting the targets
-    with the most environments per block (then the quickest to compile); where none does, the
-    one at `FusedConfig()`'s block_envs and num_warps (a family without one is left out)."""
-    default = Case("", "random")
-    groups: dict[tuple, list[tuple[Case, dict]]] = {}
-    for row in (r for record in records for r in record["cases"]):
-        case = case_of(row)
-        fixed = (case.steps_per_launch, case.outputs, case.mlp_first_layer)
-        if fixed != (default.steps_per_launch, default.outputs, default.mlp_first_layer):
-            continue  # for_family varies block_envs and num_warps only
-        hidden = case.hidden if case.policy == "mlp" else ()
-        groups.setdefault((family(case), case.policy, hidden), []).append((case, row))
-    table = {}
-    for key, rows in groups.items():
-        good = [m for m in (measured(r) for _, r in rows) if m.meets_targets(key[0])]
-        if good:
-            table[key] = max(good, key=lambda m: (m.block_envs, -m.compile_s))
-            continue
-        tuning = (default.block_envs, default.num_warps)
-        at_default = [r for c, r in rows if (c.block_envs, c.num_warps) == tuning]
-        if at_default:
-            table[key] = measured(at_default[-1])
-    return table
-
-
-def measured_source(measured: dict[tuple, Any]) -> str:
-    """`MEASURED`'s entries as Python, to paste into compile_record.py (then ruff format)."""
-    from jaxsim.fused.compile_record import DEFAULT_TUNING
-
-    lines = []
-    for key, m in sorted(measured.items()):
-        args = [repr(m.status), repr(m.compile_s)]
-        args += [f"{f}={getattr(m, f)!r}" for f in ("spill_bytes", "shared_bytes")]
-        args = [a for a in args if not a.endswith("=None")]
-        if (m.block_envs, m.num_warps) != DEFAULT_TUNING:
-            args += [f"block_envs={m.block_envs}", f"num_warps={m.num_warps}"]
-        lines.append(f"    {key!r}: Measured({', '.join(args)}),")
-    return "\n".join(lines)
 
 
 def main(argv=None) -> int:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import jaxsim
-from benchmarks.gpu import hopper_compile
+from benchmarks.gpu import compile_table
 from jaxsim.fused import auto_backend, compile_record
 from jaxsim.fused.config import auto_reason
 
@@ -104,7 +104,7 @@ def test_the_table_is_the_records():
     """compile_record.MEASURED is what `hopper_compile --table` derives from the record it
     names: per family, the measured configuration meeting the targets, else the defaults."""
     record = json.loads((REPO / compile_record.RECORD).read_text())
-    assert hopper_compile.measured_rows([record]) == compile_record.MEASURED
+    assert compile_table.measured_rows([record]) == compile_record.MEASURED
     defaults = jaxsim.FusedConfig()
     assert compile_record.DEFAULT_TUNING == (defaults.block_envs, defaults.num_warps)
     for (family, _, _), m in compile_record.MEASURED.items():

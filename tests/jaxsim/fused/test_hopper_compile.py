@@ -3,18 +3,18 @@ Triton 3.6's own pipeline and ptxas, where the `hopper` extra is installed."""
 
 import pytest
 
-from benchmarks.gpu import hopper_compile
+from benchmarks.gpu import cases, hopper_compile
 
 NO_TRITON = "needs the `hopper` extra (triton==3.6.0, with ptxas) to compile for sm_90"
 
 
 def test_the_smallest_kernel_compiles_for_sm_90_without_spilling():
     pytest.importorskip("triton", reason=NO_TRITON)
-    case = hopper_compile.Case("CartPole-v1", "random", block_envs=32, num_warps=1)
+    case = cases.Case("CartPole-v1", "random", block_envs=32, num_warps=1)
     row = hopper_compile.run_case(case, timeout_s=60)
     assert row["status"] == "ok", row
     assert row["kernel"] == "jaxsim_fused_CartPole"
-    assert row["family"] == hopper_compile.family(case)  # its id and static config
+    assert row["family"] == cases.family(case)  # its id and static config
     assert row["family"].startswith("CartPole-v1")
     assert row["spill_store_bytes"] == 0 and row["spill_load_bytes"] == 0
     assert isinstance(row["shared_bytes"], int) and row["shared_bytes"] >= 0
@@ -24,7 +24,7 @@ def test_the_smallest_kernel_compiles_for_sm_90_without_spilling():
 
 def test_a_case_past_its_cpu_bound_is_timed_out_with_its_bound():
     pytest.importorskip("triton", reason=NO_TRITON)
-    row = hopper_compile.run_case(hopper_compile.Case("CartPole-v1", "random"), timeout_s=1)
+    row = hopper_compile.run_case(cases.Case("CartPole-v1", "random"), timeout_s=1)
     assert row["status"] == "timed_out", row
     assert (row["bound"], row["bound_s"]) == ("cpu", 1)
     assert row["running_stage"] in hopper_compile.STAGES
@@ -47,12 +47,12 @@ def test_ptxas_log_gives_registers_spills_and_stack():
 
 
 def test_cases_parse_from_the_command_line():
-    case = hopper_compile.Case.parse("Swarm-v0@1024:mlp16x16:2:1")
-    assert case == hopper_compile.Case(
+    case = cases.Case.parse("Swarm-v0@1024:mlp16x16:2:1")
+    assert case == cases.Case(
         "Swarm-v0", "mlp", 2, 1, make_kwargs=(("num_particles", 1024),), hidden=(16, 16)
     )
     assert case.name == "Swarm-v0(num_particles=1024):mlp16x16:b2:w1"
-    assert hopper_compile.Case.parse("CartPole-v1") == hopper_compile.Case("CartPole-v1", "random")
+    assert cases.Case.parse("CartPole-v1") == cases.Case("CartPole-v1", "random")
 
 
 def test_the_benchmarks_mlp_compiles_without_spilling_at_its_family_default():
@@ -68,7 +68,7 @@ def test_the_benchmarks_mlp_compiles_without_spilling_at_its_family_default():
     env = jaxsim.make("CartPole-v1")
     policy = jaxsim.init_mlp_policy(jax.random.key(0), env, hidden=(64, 64))
     config = jaxsim.FusedConfig.for_family(env, policy)
-    case = hopper_compile.Case("CartPole-v1", "mlp", config.block_envs, config.num_warps)
+    case = cases.Case("CartPole-v1", "mlp", config.block_envs, config.num_warps)
     row = hopper_compile.run_case(case, timeout_s=60)
     assert row["status"] == "ok", row
     assert row["spill_store_bytes"] == 0 and row["spill_load_bytes"] == 0
